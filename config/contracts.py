@@ -1,0 +1,445 @@
+"""The spec's message contracts, one pydantic model each, field names as in the spec.
+
+Every model that travels on the bus carries a ``kind`` literal so a mixed stream of
+messages (the Auditor's view) parses into the right type through ``BusMessage``.
+Where we extend a contract (criteria modes of v0.9, urgency, all outcomes in a
+ReplanRequest so D can count every criterion) the extra field has a default, so a
+message written to the spec's shape still validates.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FailureClass = Literal["logical", "environmental"]
+CriterionMode = Literal["verifiable", "plausible"]
+MacroState = Literal["abandon", "success", "break_symmetry", "change_approach", "change_path", "refine"]
+ActionDirective = Literal["refine", "change_path", "change_approach", "break_symmetry"]
+FinalDirective = Literal["accept", "success", "abandon"]
+Urgency = Literal["low", "normal", "high"]
+MemoryAction = Literal["Ignore", "Exploit", "Avoid", "Caution"]
+Level = Literal["M", "K", "C", "T"]
+
+
+class Contract(BaseModel):
+    """Base: unknown fields are refused so a typo never silently drops data."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Criterion(Contract):
+    """One checkable assertion with its v0.9 mode."""
+
+    criterion: str
+    """The assertion, in words a validator can check."""
+    mode: CriterionMode = "verifiable"
+    """verifiable: a tool result proves it; plausible: judged, weighted by k/N in D."""
+
+
+class Constraints(Contract):
+    """Limits the user stated; nothing inferred."""
+
+    scope: str | None = None
+    """Where the work may happen (a folder, a project), or null."""
+    deadline: str | None = None
+    """ISO8601 deadline the user gave, or null."""
+
+
+class TaskSpec(Contract):
+    """R1's faithful restatement of the request; never carries success criteria."""
+
+    kind: Literal["task_spec"] = "task_spec"
+    """Bus discriminator."""
+    task_id: str
+    """Short snake_case id of the task."""
+    intent: str
+    """The user's goal, restated without narrowing or expanding it."""
+    constraints: Constraints = Field(default_factory=Constraints)
+    """Scope and deadline the user stated."""
+    raw_input: str = ""
+    """The verbatim user input, filled in by code."""
+
+
+class SubTask(Contract):
+    """One unit of work for an Effector Agent, dispatched by code with a UUID."""
+
+    kind: Literal["subtask"] = "subtask"
+    """Bus discriminator."""
+    subtask_id: str
+    """UUID assigned by the dispatcher, never by the LLM."""
+    parent_task_id: str
+    """The TaskSpec.task_id this subtask serves."""
+    intent: str
+    """What this subtask must achieve."""
+    context: str = ""
+    """Everything the executor needs beyond the intent (prior outputs, constraints, paths)."""
+    success_criteria: list[Criterion] = Field(default_factory=list)
+    """Concrete checkable assertions about this subtask's output."""
+    sequence: int = 1
+    """Same sequence runs in parallel; a later sequence sees earlier outputs."""
+
+
+class DispatchManifest(Contract):
+    """What R2 dispatched in one round; R4b reads task_criteria from here."""
+
+    kind: Literal["dispatch_manifest"] = "dispatch_manifest"
+    """Bus discriminator."""
+    task_id: str
+    """The task this round belongs to."""
+    round: int = 1
+    """1 for the initial plan, +1 per replan."""
+    subtask_ids: list[str] = Field(default_factory=list)
+    """UUIDs of the dispatched subtasks."""
+    task_criteria: list[Criterion] = Field(default_factory=list)
+    """Assertions about the combined output of all subtasks."""
+
+
+class ExecutionResult(Contract):
+    """R3's answer for one attempt; tool_calls are recorded by code, never by the model."""
+
+    kind: Literal["execution_result"] = "execution_result"
+    """Bus discriminator."""
+    subtask_id: str
+    """The subtask executed."""
+    status: Literal["completed", "uncertain", "failed"]
+    """The executor's own claim about the attempt."""
+    output: str = ""
+    """The executor's answer (a claim; tool_calls are the ground truth)."""
+    tool_calls: list[str] = Field(default_factory=list)
+    """Evidence, one entry per call: ``name: input → firstN(output, 200)``."""
+
+
+class CriterionVerdict(Contract):
+    """One criterion scored against evidence."""
+
+    criterion: str
+    """The criterion as written in the plan."""
+    verdict: Literal["pass", "fail"]
+    """pass only when the evidence shows it."""
+    failure_class: FailureClass | None = None
+    """Why it failed: the approach (logical) or the world (environmental)."""
+    evidence: str = ""
+    """The tool output or fact the verdict rests on."""
+    mode: CriterionMode = "verifiable"
+    """Copied from the plan's criterion by code; weights D."""
+
+
+class CorrectionSignal(Contract):
+    """R4a's directed feedback to R3 for the next attempt."""
+
+    kind: Literal["correction_signal"] = "correction_signal"
+    """Bus discriminator."""
+    subtask_id: str
+    """The subtask being corrected."""
+    attempt: int
+    """The attempt that fell short (1-based)."""
+    failure_class: FailureClass = "logical"
+    """Dominant class of the unmet criteria."""
+    unmet_criteria: list[str] = Field(default_factory=list)
+    """Criteria that failed in that attempt."""
+    what_was_wrong: str = ""
+    """The gap, grounded in the evidence."""
+    what_to_do: str = ""
+    """The change the next attempt must make."""
+    prior_tool_calls: list[str] = Field(default_factory=list)
+    """Calls already tried, to avoid repeating them."""
+
+
+class GapPoint(Contract):
+    """One attempt on the fast loop's gap trajectory."""
+
+    attempt: int
+    """1-based attempt number."""
+    score: float
+    """Fraction of criteria that passed in this attempt."""
+    unmet_criteria: list[str] = Field(default_factory=list)
+    """Criteria that failed in this attempt."""
+    failure_class: FailureClass | None = None
+    """Dominant failure class of this attempt, null when all passed."""
+
+
+class SubTaskOutcome(Contract):
+    """The only message that leaves a fast loop."""
+
+    kind: Literal["subtask_outcome"] = "subtask_outcome"
+    """Bus discriminator."""
+    subtask_id: str
+    """The subtask."""
+    parent_task_id: str
+    """Its task."""
+    status: Literal["matched", "failed"]
+    """matched when every criterion passed."""
+    output: Any = None
+    """The last attempt's output."""
+    failure_reason: str | None = None
+    """Why it failed, when it did."""
+    failure_class: FailureClass | None = None
+    """Class of the failure when it failed (environmental for infrastructure errors)."""
+    gap_trajectory: list[GapPoint] = Field(default_factory=list)
+    """Per-attempt scores: the history that makes the gradient history-aware."""
+    criteria_verdicts: list[CriterionVerdict] = Field(default_factory=list)
+    """Verdicts of the final attempt."""
+    tool_calls: list[str] = Field(default_factory=list)
+    """Evidence of the final attempt."""
+    intent: str = ""
+    """The subtask's intent, kept for summaries and memory tags."""
+
+
+class OutcomeSummary(Contract):
+    """R4b's accept path: every subtask matched and every task criterion passed."""
+
+    kind: Literal["outcome_summary"] = "outcome_summary"
+    """Bus discriminator."""
+    task_id: str
+    """The task."""
+    merged_output: Any = None
+    """Concrete data merged from all subtasks, not a prose summary."""
+    summary: str = ""
+    """One-paragraph account for the user."""
+    outcomes: list[SubTaskOutcome] = Field(default_factory=list)
+    """Every outcome of the round, so the GGS can compute D."""
+    task_criteria_verdicts: list[CriterionVerdict] = Field(default_factory=list)
+    """R4b's verdicts on the task criteria."""
+
+
+class ReplanRequest(Contract):
+    """R4b's reject path, always to the GGS, never to R2."""
+
+    kind: Literal["replan_request"] = "replan_request"
+    """Bus discriminator."""
+    task_id: str
+    """The task."""
+    failed_outcomes: list[SubTaskOutcome] = Field(default_factory=list)
+    """Outcomes with status failed."""
+    gap_summary: str = ""
+    """What is missing, in one paragraph."""
+    matched_outcomes: list[SubTaskOutcome] = Field(default_factory=list)
+    """Outcomes that matched: their criteria still count in D's denominator."""
+    task_criteria_verdicts: list[CriterionVerdict] = Field(default_factory=list)
+    """R4b's verdicts on task criteria (empty when R4b skipped its call)."""
+    merged_output: Any = None
+    """What was achieved so far, delivered honestly on abandon."""
+
+
+class Loss(Contract):
+    """The loss components of one round."""
+
+    D: float
+    """Intent-result distance in [0, 1]."""
+    P: float
+    """Process implausibility in [0, 1]."""
+    Omega: float
+    """Resource cost in [0, 1]."""
+    L: float
+    """α·D + β·(1−Ω)·P + λ·Ω."""
+
+
+class PlanDirective(Contract):
+    """The GGS's directed correction for R2's next round."""
+
+    kind: Literal["plan_directive"] = "plan_directive"
+    """Bus discriminator."""
+    task_id: str
+    """The task."""
+    loss: Loss
+    """Loss of the round that produced this directive."""
+    prev_directive: str = "init"
+    """The previous directive, ``init`` on the first round."""
+    directive: ActionDirective
+    """What kind of change R2 must make."""
+    blocked_tools: list[str] = Field(default_factory=list)
+    """Tools R2 must not use (logical failures)."""
+    blocked_targets: list[str] = Field(default_factory=list)
+    """Inputs that failed, accumulated over all rounds (environmental failures)."""
+    failed_criterion: str = ""
+    """The most persistent failing criterion."""
+    failure_class: Literal["logical", "environmental", "mixed"] = "logical"
+    """Class of the round's failures."""
+    budget_pressure: float = 0.0
+    """Ω: how much of the budget is spent."""
+    grad_l: float = 0.0
+    """∇L = L_t − L_{t−1}."""
+    rationale: str = ""
+    """Why this directive, in one sentence."""
+    urgency: Urgency = "normal"
+    """From ∇L's sign (v0.9): low when improving, high when worsening."""
+
+
+class FinalResult(Contract):
+    """The one answer a task gives, emitted by the GGS alone."""
+
+    kind: Literal["final_result"] = "final_result"
+    """Bus discriminator."""
+    task_id: str
+    """The task."""
+    summary: str
+    """What was achieved, honestly; [LAW1] when a confirmation was denied."""
+    output: Any = None
+    """The merged output (partial on abandon)."""
+    loss: Loss
+    """Loss of the last round."""
+    grad_l: float = 0.0
+    """∇L of the last round."""
+    replans: int = 0
+    """Replan rounds used."""
+    prev_directive: str = "init"
+    """The directive before the final one."""
+    directive: FinalDirective
+    """accept, success or abandon."""
+    next_steps: list[str] = Field(default_factory=list)
+    """On abandon: what to try next (R2's graceful failure)."""
+
+
+class Megram(Contract):
+    """The MKCT base tuple ⟨ID, Level, created_at, last_recalled_at, space, entity, content, state, f, σ, k⟩."""
+
+    kind: Literal["megram"] = "megram"
+    """Bus discriminator."""
+    id: str
+    """Unique id (UUID); ingest is idempotent on it."""
+    level: Level = "M"
+    """M (event), K (knowledge), C (common sense), T (laws)."""
+    created_at: datetime
+    """When it was written (UTC)."""
+    last_recalled_at: datetime | None = None
+    """Last QueryC hit; decay counts from here (created_at when null)."""
+    space: str
+    """Tag: ``tool:<name>`` or ``intent:<slug>``."""
+    entity: str
+    """Tag: ``path:<target>`` or ``env:local``."""
+    content: str = ""
+    """What happened or what the rule says."""
+    state: str = ""
+    """The GGS macro-state (or rule kind) that produced it."""
+    f: float
+    """Magnitude (salience)."""
+    sigma: float
+    """Valence: +1 good, −1 bad, 0 neutral."""
+    k: float
+    """Decay per day; 0 for C and T."""
+    derived_from: list[str] = Field(default_factory=list)
+    """For consolidated C Megrams: ids of the Megrams they distil."""
+
+
+class Potentials(Contract):
+    """Live dual-channel convolution for one tag pair."""
+
+    attention: float
+    """Σ|f|·e^(−kΔt): where to look."""
+    decision: float
+    """Σσ·f·e^(−kΔt): what to do."""
+    action: MemoryAction
+    """Ignore, Exploit, Avoid or Caution by the spec's thresholds."""
+
+
+class SOPRecord(Contract):
+    """A C-level rule served to R2."""
+
+    id: str
+    """The C Megram's id."""
+    space: str
+    """Tag space."""
+    entity: str
+    """Tag entity."""
+    content: str
+    """The rule."""
+    sigma: float
+    """>0: SHOULD PREFER; ≤0: MUST NOT."""
+
+
+class MemoryQuery(Contract):
+    """R2's read of memory at planning time, published for the Auditor."""
+
+    kind: Literal["memory_query"] = "memory_query"
+    """Bus discriminator."""
+    task_id: str
+    """The task planning."""
+    space: str
+    """Queried space."""
+    entity: str
+    """Queried entity."""
+    potentials: Potentials | None = None
+    """What QueryMK answered."""
+    sop_count: int = 0
+    """How many SOPs QueryC answered."""
+
+
+class GapTrend(Contract):
+    """One task's trend in an AuditReport."""
+
+    task_id: str
+    """The task."""
+    trend: Literal["improving", "stable", "worsening"]
+    """Direction of its loss."""
+
+
+class ToolHealth(Contract):
+    """Tool failure counters for an AuditReport window."""
+
+    execution_failures: int = 0
+    """ExecutionResult.status == failed."""
+    environmental_retries: int = 0
+    """CorrectionSignals classed environmental."""
+    logical_retries: int = 0
+    """CorrectionSignals classed logical."""
+
+
+class AuditEvent(Contract):
+    """One observed bus message in the hash-chained audit log."""
+
+    seq: int
+    """Position in the audit log."""
+    event_id: str
+    """Prefect event id (duplicates are ignored by it)."""
+    occurred: datetime
+    """When the message was published."""
+    task_id: str
+    """The task it belongs to."""
+    message: str
+    """The message kind, e.g. plan_directive."""
+    from_role: str
+    """Sender role (R1…R7, user, dispatcher)."""
+    to_role: str
+    """Receiver role."""
+    task_seq: int
+    """The per-task bus sequence number."""
+    payload: dict[str, Any] = Field(default_factory=dict)
+    """The message itself."""
+    prev_hash: str
+    """SHA-256 of the previous record (64 zeros for the first)."""
+    hash: str = ""
+    """SHA-256 of this record without this field."""
+
+
+class AuditReport(Contract):
+    """The Auditor's report to the human operator."""
+
+    trigger: Literal["periodic", "on-demand"]
+    """Why it was produced."""
+    window_start: datetime
+    """Start of the statistics window."""
+    tasks_observed: int = 0
+    """Distinct tasks seen in the window."""
+    total_corrections: int = 0
+    """CorrectionSignals seen in the window."""
+    gap_trends: list[GapTrend] = Field(default_factory=list)
+    """Per-task loss trend."""
+    boundary_violations: list[str] = Field(default_factory=list)
+    """Messages between roles the spec does not connect."""
+    drift_alerts: list[str] = Field(default_factory=list)
+    """Roles whose correction rate is rising."""
+    anomalies: list[str] = Field(default_factory=list)
+    """ggs_thrashing, convergence_failure, bus_gap, law1_denied, unverified_success…"""
+    tool_health: ToolHealth = Field(default_factory=ToolHealth)
+    """Tool failure counters."""
+
+
+BusMessage = Annotated[
+    TaskSpec | SubTask | DispatchManifest | ExecutionResult | CorrectionSignal | SubTaskOutcome
+    | OutcomeSummary | ReplanRequest | PlanDirective | FinalResult | Megram | MemoryQuery,
+    Field(discriminator="kind"),
+]
+"""Any message that travels on the bus, parsed by its ``kind``."""

@@ -1,0 +1,207 @@
+"""Settings: every hyperparameter of the spec in one validated place.
+
+Sources, strongest first: keyword arguments, ``ARTOO_*`` environment variables
+(nested with ``__``, e.g. ``ARTOO_GGS__ALPHA``), the TOML file named by
+``ARTOO_CONFIG`` (default ``$ARTOO_HOME/artoo.toml`` when present), then the shipped
+``config/artoo.toml``.  The model tiers also read ``BRAIN_*``/``TOOL_*`` and fall back
+to ``OPENAI_*`` as the Go original did, so a single-model setup needs three variables.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, BaseModel, Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from config.errors import ConfigurationError
+
+SHIPPED_TOML = Path(__file__).with_name("artoo.toml")
+
+
+class GGSParams(BaseModel):
+    """Loss hyperparameters (spec: "Loss Hyperparameters (v0.8 Defaults)")."""
+
+    alpha: float = Field(0.6, description="α, weight on intent-result distance D.")
+    beta: float = Field(0.3, description="β, weight on process implausibility P before scaling by (1-Ω).")
+    lam: float = Field(0.4, description="λ, weight on resource cost Ω.")
+    w1: float = Field(0.6, description="w₁, fraction of Ω from the replan count.")
+    w2: float = Field(0.4, description="w₂, fraction of Ω from elapsed time.")
+    epsilon: float = Field(0.1, description="ε, |∇L| below this is a plateau (no directional signal).")
+    delta: float = Field(0.3, description="δ, D at or below this is accepted as success.")
+    rho: float = Field(0.5, description="ρ, P above this means a logical (approach) failure.")
+    theta: float = Field(0.8, description="θ, Ω at or above this forces abandon.")
+    time_budget_ms: int = Field(300_000, description="Wall-clock budget of one task in milliseconds.")
+    max_replans: int = Field(3, description="maxReplans, replan rounds allowed per task.")
+    max_retries: int = Field(2, description="maxRetries, fast-loop retries per subtask.")
+    law2_threshold: int = Field(2, description="Consecutive worsening rounds that trigger the Law-2 kill switch.")
+
+
+class MemoryParams(BaseModel):
+    """MKCT thresholds (spec R5) and the Dreamer's period."""
+
+    attention_threshold: float = Field(0.5, description="M_att below this → Ignore.")
+    decision_threshold: float = Field(0.2, description="|M_dec| band: > +this Exploit, < -this Avoid, else Caution.")
+    gc_threshold: float = Field(0.1, description="Physical forgetting: an M/K Megram's live attention below this is deleted.")
+    promote_attention: float = Field(5.0, description="Upward consolidation needs attention at least this.")
+    promote_decision: float = Field(3.0, description="Upward consolidation needs |decision| at least this.")
+    demoted_k: float = Field(0.05, description="Decay rate a bankrupt C Megram gets when demoted to K.")
+    dreamer_period_s: int = Field(300, description="Seconds between scheduled Dreamer passes.")
+    max_calibration_entries: int = Field(10, description="At most this many memory lines reach the planner prompt.")
+
+
+class ToolParams(BaseModel):
+    """Executor tool limits (spec R3)."""
+
+    head_tail_limit: int = Field(4000, description="headTail(): characters of tool output the LLM sees.")
+    evidence_chars: int = Field(200, description="firstN(): characters of output kept in each tool_calls entry.")
+    max_tool_calls: int = Field(10, description="Tool calls allowed in one executor attempt.")
+    shell_timeout_s: float = Field(30.0, description="Wall-clock timeout of one shell command.")
+
+
+class ModelTier(BaseModel):
+    """One resolved model endpoint (brain or tool tier)."""
+
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint URL.")
+    api_key: SecretStr | None = Field(None, description="API key sent as a bearer token.")
+    model: str | None = Field(None, description="Model name sent with every request.")
+    timeout_s: float = Field(60.0, description="Per-request timeout in seconds.")
+
+
+def _env(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class Settings(BaseSettings):
+    """Effective artoo configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ARTOO_", env_nested_delimiter="__", extra="ignore", populate_by_name=True
+    )
+
+    home: Path = Field(Path("~/.artoo"), description="ARTOO_HOME: memory store, audit log, session history.")
+    workspace: Path = Field(Path("~/artoo_workspace"), description="Where new files are written.")
+    ggs: GGSParams = Field(default_factory=GGSParams, description="GGS loss hyperparameters.")
+    memory: MemoryParams = Field(default_factory=MemoryParams, description="MKCT memory thresholds.")
+    tools: ToolParams = Field(default_factory=ToolParams, description="Executor tool limits.")
+    llm_timeout_s: float = Field(60.0, description="Per-request LLM timeout in seconds.")
+    brain_base_url: str | None = Field(
+        None, validation_alias=_env("ARTOO_BRAIN_BASE_URL", "BRAIN_BASE_URL"),
+        description="Brain tier (R1, R2, R4b) endpoint; falls back to OPENAI_BASE_URL.")
+    brain_api_key: SecretStr | None = Field(
+        None, validation_alias=_env("ARTOO_BRAIN_API_KEY", "BRAIN_API_KEY"),
+        description="Brain tier API key; falls back to OPENAI_API_KEY.")
+    brain_model: str | None = Field(
+        None, validation_alias=_env("ARTOO_BRAIN_MODEL", "BRAIN_MODEL"),
+        description="Brain tier model; falls back to OPENAI_MODEL.")
+    tool_base_url: str | None = Field(
+        None, validation_alias=_env("ARTOO_TOOL_BASE_URL", "TOOL_BASE_URL"),
+        description="Tool tier (R3, R4a) endpoint; falls back to OPENAI_BASE_URL.")
+    tool_api_key: SecretStr | None = Field(
+        None, validation_alias=_env("ARTOO_TOOL_API_KEY", "TOOL_API_KEY"),
+        description="Tool tier API key; falls back to OPENAI_API_KEY.")
+    tool_model: str | None = Field(
+        None, validation_alias=_env("ARTOO_TOOL_MODEL", "TOOL_MODEL"),
+        description="Tool tier model; falls back to OPENAI_MODEL.")
+    openai_base_url: str | None = Field(
+        None, validation_alias=_env("ARTOO_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
+        description="Shared fallback endpoint for both tiers.")
+    openai_api_key: SecretStr | None = Field(
+        None, validation_alias=_env("ARTOO_OPENAI_API_KEY", "OPENAI_API_KEY"),
+        description="Shared fallback API key for both tiers.")
+    openai_model: str | None = Field(
+        None, validation_alias=_env("ARTOO_OPENAI_MODEL", "OPENAI_MODEL"),
+        description="Shared fallback model for both tiers.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        files = [SHIPPED_TOML]
+        user = _user_toml()
+        if user is not None:
+            files.append(user)
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=files))
+
+    def tier(self, name: Literal["brain", "tool"]) -> ModelTier:
+        """The endpoint for one tier, each field falling back to the OPENAI_* value."""
+        return ModelTier(
+            base_url=getattr(self, f"{name}_base_url") or self.openai_base_url,
+            api_key=getattr(self, f"{name}_api_key") or self.openai_api_key,
+            model=getattr(self, f"{name}_model") or self.openai_model,
+            timeout_s=self.llm_timeout_s,
+        )
+
+    def require_tiers(self) -> None:
+        """Raise ConfigurationError naming what is missing when an LLM is not configured."""
+        missing = set()
+        for tier in ("brain", "tool"):
+            resolved = self.tier(tier)
+            if not resolved.base_url:
+                missing.add(f"{tier.upper()}_BASE_URL (or OPENAI_BASE_URL)")
+            if not resolved.model:
+                missing.add(f"{tier.upper()}_MODEL (or OPENAI_MODEL)")
+        if missing:
+            raise ConfigurationError("no LLM endpoint is configured: set " + ", ".join(sorted(set(missing))))
+
+    @property
+    def home_dir(self) -> Path:
+        """ARTOO_HOME expanded and created."""
+        path = self.home.expanduser()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def workspace_dir(self) -> Path:
+        """The workspace expanded and created."""
+        path = self.workspace.expanduser()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def masked(self) -> dict:
+        """Settings as plain data with every secret masked, for ``artoo config``."""
+        data = self.model_dump(mode="json")
+        for key in ("brain_api_key", "tool_api_key", "openai_api_key"):
+            if data.get(key):
+                data[key] = "****"
+        for tier in ("brain", "tool"):
+            resolved = self.tier(tier).model_dump(mode="json")
+            if resolved["api_key"]:
+                resolved["api_key"] = "****"
+            data[f"resolved_{tier}_tier"] = resolved
+        return data
+
+
+def _user_toml() -> Path | None:
+    explicit = os.environ.get("ARTOO_CONFIG")
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigurationError(f"ARTOO_CONFIG points to {path}, which is not a file")
+        return path
+    home = Path(os.environ.get("ARTOO_HOME", "~/.artoo")).expanduser() / "artoo.toml"
+    return home if home.is_file() else None
+
+
+def load_settings(**overrides) -> Settings:
+    """Build Settings, turning validation errors into one clear ConfigurationError."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigurationError(f"invalid artoo settings:\n{exc}") from exc
+    except (OSError, ValueError) as exc:
+        raise ConfigurationError(f"cannot read artoo settings file: {exc}") from exc
