@@ -48,7 +48,8 @@ class MemoryParams(BaseModel):
     """MKCT thresholds (spec R5) and the Dreamer's period."""
 
     attention_threshold: float = Field(0.5, description="M_att below this → Ignore.")
-    decision_threshold: float = Field(0.2, description="|M_dec| band: > +this Exploit, < -this Avoid, else Caution.")
+    decision_threshold: float = Field(
+        0.2, description="|M_dec| band: > +this Exploit, < -this Avoid, else Caution.")
     gc_threshold: float = Field(0.1, description="Physical forgetting: an M/K Megram's live attention below this is deleted.")
     promote_attention: float = Field(5.0, description="Upward consolidation needs attention at least this.")
     promote_decision: float = Field(3.0, description="Upward consolidation needs |decision| at least this.")
@@ -92,6 +93,13 @@ class Settings(BaseSettings):
     memory: MemoryParams = Field(default_factory=MemoryParams, description="MKCT memory thresholds.")
     tools: ToolParams = Field(default_factory=ToolParams, description="Executor tool limits.")
     llm_timeout_s: float = Field(60.0, description="Per-request LLM timeout in seconds.")
+    llm_max_retries: int = Field(1, description="Transport-level retries of one LLM request (openai client).")
+    law1_mode: Literal["auto", "console", "pause", "deny"] = Field(
+        "auto", description="How Law-1 confirmations are asked: auto picks pause for deployment runs, "
+        "console in an interactive terminal, deny otherwise.")
+    law1_timeout_s: int = Field(
+        600, description="Seconds a paused Law-1 confirmation waits before it counts as denied.")
+    history_size: int = Field(5, description="Session context: how many past {input, summary} pairs R1 sees.")
     brain_base_url: str | None = Field(
         None, validation_alias=_env("ARTOO_BRAIN_BASE_URL", "BRAIN_BASE_URL"),
         description="Brain tier (R1, R2, R4b) endpoint; falls back to OPENAI_BASE_URL.")

@@ -1,0 +1,175 @@
+"""The ``artoo`` command line: the top of the import graph.
+
+Heavy imports (Prefect, DuckDB, openai) happen inside each command so ``artoo --help``,
+``artoo config`` and ``artoo policy check`` answer at once.  Every ArtooError becomes a
+clear message and an exit code (2 for configuration, 1 for run failures); tracebacks
+are for bugs only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from config.errors import ArtooError, ConfigurationError
+
+app = typer.Typer(help="artoo: a self-correcting task agent for your machine, on Prefect.", no_args_is_help=True)
+memory_app = typer.Typer(help="Inspect and maintain the MKCT memory.", no_args_is_help=True)
+policy_app = typer.Typer(help="Law 1: judge whether an action is irreversible.", no_args_is_help=True)
+audit_app = typer.Typer(help="The Auditor's report and its hash-chained log.", invoke_without_command=True)
+app.add_typer(memory_app, name="memory")
+app.add_typer(policy_app, name="policy")
+app.add_typer(audit_app, name="audit")
+
+err = Console(stderr=True)
+
+NO_ENDPOINT = (
+    "artoo needs an OpenAI-compatible LLM endpoint to understand and plan a request, and none is "
+    "configured. Set OPENAI_BASE_URL, OPENAI_MODEL and OPENAI_API_KEY (or BRAIN_* for the planner "
+    "tier and TOOL_* for the executor tier), for example a local llama.cpp or vLLM server, then run "
+    "the request again. To see the full loop work without an endpoint, run `artoo demo`: it drives a "
+    "real run with a plainly scripted brain. `artoo config` shows the effective settings."
+)
+
+
+def fail(exc: ArtooError) -> None:
+    """Print an ArtooError plainly and exit with its code."""
+    code = 2 if isinstance(exc, ConfigurationError) else 1
+    err.print(f"[bold red]artoo:[/] {exc}", highlight=False)
+    raise typer.Exit(code)
+
+
+def not_available(what: str, issue: str) -> None:
+    """A command whose capability has not landed yet: say so and exit 2."""
+    err.print(f"artoo {what}: not available yet (lands with the {issue} work).", highlight=False)
+    raise typer.Exit(2)
+
+
+@app.command()
+def config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Print the effective settings, secrets masked."""
+    from config.settings import load_settings
+
+    try:
+        data = load_settings().masked()
+    except ArtooError as exc:
+        fail(exc)
+    if as_json:
+        print(json.dumps(data, indent=2, default=str))
+        return
+    from rich.pretty import Pretty
+
+    Console().print(Pretty(data, expand_all=True))
+
+
+@app.command()
+def run(
+    request: Annotated[str, typer.Argument(help="What you want done, in plain words.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one FinalResult JSON object.")] = False,
+    workspace: Annotated[Path | None, typer.Option(help="Where new files go (default ~/artoo_workspace).")] = None,
+) -> None:
+    """Run one request through the full loop and print its FinalResult."""
+    from config.settings import load_settings
+
+    try:
+        settings = load_settings()
+        settings.require_tiers()
+    except ConfigurationError as exc:
+        if "no LLM endpoint" in str(exc):
+            err.print(NO_ENDPOINT, highlight=False)
+            raise typer.Exit(2) from None
+        fail(exc)
+    from artoo.runner import run_request
+
+    try:
+        final = run_request(request, settings=settings, workspace=workspace, as_json=as_json)
+    except ArtooError as exc:
+        fail(exc)
+    raise typer.Exit(0 if final.directive in ("accept", "success") else 1)
+
+
+@app.command()
+def demo(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the FinalResult JSON.")] = False,
+) -> None:
+    """Run a real artoo-task flow against a built-in scripted brain (no endpoint needed)."""
+    from artoo.demo import run_demo
+
+    try:
+        final = run_demo(as_json=as_json)
+    except ArtooError as exc:
+        fail(exc)
+    raise typer.Exit(0 if final.directive in ("accept", "success") else 1)
+
+
+@app.command()
+def serve() -> None:
+    """Serve the artoo-task, dreamer and auditor deployments against PREFECT_API_URL."""
+    not_available("serve", "deployments")
+
+
+@app.command()
+def dream(
+    at: Annotated[str | None, typer.Option(help="Evaluate decay at this ISO8601 time.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Run one Dreamer pass now and print what it did."""
+    not_available("dream", "memory")
+
+
+@app.command()
+def bench(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False) -> None:
+    """Run the benchmarks and print their tables."""
+    not_available("bench", "benchmarks")
+
+
+@audit_app.callback()
+def audit(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Print the Auditor's current report."""
+    if ctx.invoked_subcommand is None:
+        not_available("audit", "Auditor")
+
+
+@audit_app.command("verify")
+def audit_verify() -> None:
+    """Recompute the audit log's hash chain and report the first broken record."""
+    not_available("audit verify", "Auditor")
+
+
+@audit_app.command("tail")
+def audit_tail() -> None:
+    """Follow the audit log live."""
+    not_available("audit tail", "Auditor")
+
+
+@policy_app.command("check")
+def policy_check(
+    command: Annotated[str, typer.Argument(help="A shell command, judged as text; nothing is run.")],
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"irreversible": …, "reason": …}.')] = False,
+) -> None:
+    """Judge whether a shell command is irreversible under Law 1 (it is never run)."""
+    from tasks.policy import judge_command
+
+    verdict = judge_command(command, Path.cwd())
+    if as_json:
+        print(json.dumps(verdict.model_dump(include={"irreversible", "reason"})))
+        return
+    label = "[bold red]irreversible[/]" if verdict.irreversible else "[green]reversible[/]"
+    Console().print(f"{label}: {verdict.reason}", highlight=False)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("artoo: interrupted")
+        sys.exit(130)

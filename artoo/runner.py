@@ -1,0 +1,98 @@
+"""``artoo run``: drive one ``artoo-task`` flow from the terminal and report honestly.
+
+The flow runs in this process: in ephemeral mode Prefect starts its own local API,
+and with ``PREFECT_API_URL`` set the run is recorded on that server.  Live progress
+comes from a read-only tap on the bus (rounds, subtask outcomes, the GGS's D, ∇L, Ω),
+printed to stderr with the logs; stdout carries only the result (exactly one
+FinalResult JSON object with ``--json``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from config.contracts import FinalResult
+from config.settings import Settings
+
+err = Console(stderr=True, highlight=False)
+
+
+class ProgressTap:
+    """Turns bus messages into one short progress line each (stderr)."""
+
+    def __init__(self, console: Console = err) -> None:
+        self.console = console
+        self.round = 0
+
+    def __call__(self, record: dict) -> None:
+        kind = record["event"].removeprefix("artoo.")
+        p = record["payload"]
+        if kind == "task_spec":
+            self.console.print(f"[bold]task[/] {p.get('task_id')}: {p.get('intent')}")
+        elif kind == "dispatch_manifest":
+            self.round = p.get("round", self.round + 1)
+            count = len(p.get("subtask_ids", []))
+            self.console.print(f"[bold cyan]round {self.round}[/]: {count} subtask(s) dispatched")
+        elif kind == "correction_signal":
+            hint = p.get("what_to_do") or p.get("what_was_wrong")
+            self.console.print(f"  ↻ retry ({p.get('failure_class')}): {hint}")
+        elif kind == "subtask_outcome":
+            mark = "[green]✓[/]" if p.get("status") == "matched" else "[red]✗[/]"
+            reason = "" if p.get("status") == "matched" else f" — {str(p.get('failure_reason'))[:120]}"
+            self.console.print(f"  {mark} {p.get('intent') or p.get('subtask_id')}{reason}")
+        elif kind == "plan_directive":
+            loss = p.get("loss", {})
+            self.console.print(
+                f"[bold yellow]GGS[/] D={loss.get('D', 0):.2f} ∇L={p.get('grad_l', 0):+.2f} "
+                f"Ω={loss.get('Omega', 0):.2f} → {p.get('directive')} (urgency {p.get('urgency')})")
+        elif kind == "final_result":
+            loss = p.get("loss", {})
+            self.console.print(f"[bold]GGS[/] D={loss.get('D', 0):.2f} ∇L={p.get('grad_l', 0):+.2f} "
+                               f"Ω={loss.get('Omega', 0):.2f} → [bold]{p.get('directive')}[/]")
+
+
+def execute_flow(request: str, workspace: Path | None) -> dict:
+    """Run the artoo-task flow in this process and return its result document."""
+    from flows.task_flow import artoo_task
+    from tasks.bus import add_tap, remove_tap
+
+    tap = ProgressTap()
+    add_tap(tap)
+    try:
+        return asyncio.run(artoo_task(request=request, workspace=str(workspace) if workspace else None))
+    finally:
+        remove_tap(tap)
+
+
+def run_request(request: str, settings: Settings, workspace: Path | None, as_json: bool) -> FinalResult:
+    """Run and print; returns the FinalResult so the CLI can choose the exit code."""
+    document = execute_flow(request, workspace)
+    final = FinalResult.model_validate(document["final"])
+    if as_json:
+        print(json.dumps(final.model_dump(mode="json")))
+    else:
+        report(final, document)
+    return final
+
+
+def report(final: FinalResult, document: dict, console: Console | None = None) -> None:
+    """The human summary: directive, summary, next steps and the per-role cost report."""
+    console = console or Console(highlight=False)
+    colour = "green" if final.directive in ("accept", "success") else "red"
+    console.print(f"\n[bold {colour}]{final.directive}[/] after {final.replans} replan(s): {final.summary}")
+    for step in final.next_steps:
+        console.print(f"  next: {step}")
+    table = Table(title="cost by role", title_justify="left")
+    for column in ("role", "LLM calls", "prompt tokens", "completion tokens", "LLM seconds"):
+        table.add_column(column, justify="left" if column == "role" else "right")
+    for role, row in sorted(document.get("cost", {}).items()):
+        table.add_row(role, str(row.get("calls", 0)), str(row.get("prompt_tokens", 0)),
+                      str(row.get("completion_tokens", 0)), f"{row.get('llm_seconds', 0):.2f}")
+    console.print(table)
+    tool_s, wall_s = document.get("tool_seconds", 0), document.get("wall_seconds", 0)
+    console.print(f"tool time {tool_s:.2f} s, wall time {wall_s:.2f} s")

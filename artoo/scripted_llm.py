@@ -1,0 +1,283 @@
+"""A scripted OpenAI-compatible chat server: real HTTP, deterministic answers.
+
+Tests and demos must exercise the real ``openai`` client over real HTTP, yet a real
+model is slow, costly and not reproducible.  This server replays a ``Scenario``: queues
+of answers keyed by the schema NAME a request asks for.
+
+Routing (how a request finds its queue):
+
+* a request carrying ``tools`` goes to the ``"tools"`` queue (executor turns);
+* ``response_format.type == "json_schema"`` → ``response_format.json_schema.name``;
+* ``response_format.type == "json_object"`` → the ``title`` of ``response_format.schema``
+  when that title is a scenario key, else the NAME written in a system message as
+  ``schema named "NAME"`` (the phrase artoo's LLM layer writes in JSON mode);
+* within the queue, the first entry whose ``match`` (if any) occurs in the concatenated
+  message contents is used, and consumed unless ``repeat`` is set.
+
+A request the script cannot answer gets HTTP 500 naming the schema, so a test fails
+with a clear message instead of hanging.  Handlers are async, so requests with latency
+overlap the way parallel subtasks do against a real endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from pydantic import BaseModel, Field
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+SCHEMA_NAMED = re.compile(r'schema named "?([A-Za-z_][A-Za-z0-9_]*)')
+"""How the NAME is read from a system message in JSON-object mode."""
+
+_ERRORS = {
+    400: ("invalid_request_error", None, "Bad request."),
+    401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
+    403: ("invalid_request_error", "forbidden", "You are not allowed to use this model."),
+    404: ("invalid_request_error", "model_not_found", "The model does not exist."),
+    429: ("rate_limit_error", "rate_limit_exceeded", "Rate limit reached, slow down."),
+}
+
+
+class ScriptEntry(BaseModel):
+    """One scripted reply."""
+
+    answer: Any = None
+    """JSON value returned as message content (json.dumps'd)."""
+    raw: str | None = None
+    """Content string returned verbatim (for malformed-JSON tests)."""
+    refusal: str | None = None
+    """A refusal message instead of content."""
+    tool_calls: list[dict] | None = None
+    """Executor turn: [{"name": "shell", "arguments": {...} or "raw string"}]."""
+    match: str | None = None
+    """Only answer a request whose message text contains this substring."""
+    status: int | None = None
+    """Reply with this HTTP error status and an OpenAI-style error body."""
+    error: str | None = None
+    """The error message sent with ``status`` (a typical one for that status when unset)."""
+    latency_s: float | None = None
+    """Delay before answering; overrides the scenario default."""
+    repeat: bool = False
+    """Never consumed: answers forever."""
+
+
+class Scenario(BaseModel):
+    """What the server answers, keyed by schema NAME ("tools" for executor turns)."""
+
+    answers: dict[str, list[ScriptEntry]] = Field(default_factory=dict)
+    latency_s: float = 0.0
+    reject_json_schema: bool = False
+    """Behave like older llama.cpp: 400 on json_schema, accept json_object (+schema)."""
+
+    @classmethod
+    def load(cls, source: Scenario | dict | str | Path) -> Scenario:
+        """A Scenario from itself, a dict, or a JSON file path."""
+        if isinstance(source, Scenario):
+            return source
+        if isinstance(source, dict):
+            return cls.model_validate(source)
+        return cls.model_validate_json(Path(source).read_text(encoding="utf-8"))
+
+
+def message_text(messages: list[dict]) -> str:
+    """All message contents joined by newlines (text parts of list contents included)."""
+    parts: list[str] = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(p.get("text", "") for p in content if isinstance(p, dict))
+    return "\n".join(parts)
+
+
+def route_name(body: dict, known: set[str]) -> str | None:
+    """The queue a request belongs to (see the module docstring), or None."""
+    if body.get("tools"):
+        return "tools"
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return (fmt.get("json_schema") or {}).get("name")
+    title = (fmt.get("schema") or {}).get("title") if isinstance(fmt.get("schema"), dict) else None
+    if title in known:
+        return title
+    system = message_text([m for m in body.get("messages", []) if m.get("role") == "system"])
+    found = SCHEMA_NAMED.search(system)
+    return found.group(1) if found else None
+
+
+def _error(status: int, message: str, kind: str | None = None, code: str | None = None) -> JSONResponse:
+    default_kind, default_code, _ = _ERRORS.get(status, ("server_error", None, ""))
+    body = {"error": {"message": message, "type": kind or default_kind, "param": None,
+                      "code": code or default_code}}
+    return JSONResponse(body, status_code=status)
+
+
+def _tool_calls(calls: list[dict]) -> list[dict]:
+    out = []
+    for call in calls:
+        args = call.get("arguments", {})
+        out.append({"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+                    "function": {"name": call["name"],
+                                 "arguments": args if isinstance(args, str) else json.dumps(args)}})
+    return out
+
+
+def _completion(body: dict, entry: ScriptEntry) -> dict:
+    tool_calls = _tool_calls(entry.tool_calls) if entry.tool_calls else None
+    if entry.raw is not None:
+        content = entry.raw
+    elif entry.answer is not None:
+        content = json.dumps(entry.answer)
+    else:
+        content = None
+    produced = (content or "") + (entry.refusal or "") + json.dumps(tool_calls or "")
+    prompt_tokens = max(1, len(message_text(body.get("messages", []))) // 4)
+    completion_tokens = max(1, len(produced) // 4)
+    message = {"role": "assistant", "content": content, "refusal": entry.refusal}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion",
+        "created": int(time.time()), "model": body.get("model") or "scripted",
+        "choices": [{"index": 0, "message": message, "logprobs": None,
+                     "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+class ScriptedLLMServer:
+    """The scripted endpoint on 127.0.0.1, run in a background thread."""
+
+    def __init__(self, scenario: Scenario | dict | str | Path, port: int = 0, host: str = "127.0.0.1"):
+        self.scenario = Scenario.load(scenario)
+        self.host, self.port = host, port
+        self._queues = {name: list(entries) for name, entries in self.scenario.answers.items()}
+        self._lock = threading.Lock()
+        self._log: list[dict] = []
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.app = Starlette(routes=[
+            Route("/v1/chat/completions", self._chat, methods=["POST"]),
+            Route("/v1/models", self._models, methods=["GET"]),
+        ])
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL clients should use, e.g. http://127.0.0.1:PORT/v1."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[dict]:
+        """A copy of the request log: schema, body, status, received, answered."""
+        with self._lock:
+            return list(self._log)
+
+    def unused(self) -> dict[str, int]:
+        """Per queue, how many consumable (non-repeat) entries were never used."""
+        with self._lock:
+            counts = {name: sum(not e.repeat for e in q) for name, q in self._queues.items()}
+        return {name: n for name, n in counts.items() if n}
+
+    def _take(self, name: str, text: str) -> ScriptEntry | None:
+        with self._lock:
+            queue = self._queues.get(name, [])
+            for index, entry in enumerate(queue):
+                if entry.match is None or entry.match in text:
+                    if not entry.repeat:
+                        del queue[index]
+                    return entry
+        return None
+
+    async def _models(self, request: Request) -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [
+            {"id": "scripted", "object": "model", "created": 0, "owned_by": "artoo"}]})
+
+    async def _chat(self, request: Request) -> JSONResponse:
+        received = time.time()
+        try:
+            body = json.loads(await request.body())
+        except ValueError as exc:
+            return _error(400, f"request body is not JSON: {exc}")
+        name, entry, response = self._answer(body)
+        if entry is not None:
+            await asyncio.sleep(entry.latency_s if entry.latency_s is not None else self.scenario.latency_s)
+        with self._lock:
+            self._log.append({"schema": name, "body": body, "status": response.status_code,
+                              "received": received, "answered": time.time()})
+        return response
+
+    def _answer(self, body: dict) -> tuple[str | None, ScriptEntry | None, JSONResponse]:
+        """The queue name, the entry used (None on a routing error) and the response."""
+        fmt = body.get("response_format") or {}
+        if self.scenario.reject_json_schema and fmt.get("type") == "json_schema":
+            return "json_schema", None, _error(400, "response_format type must be one of \"text\" or "
+                                              "\"json_object\", but got: json_schema")
+        name = route_name(body, set(self._queues))
+        if name is None:
+            return None, None, _error(500, "scripted LLM cannot route this request: no tools, no "
+                                     "response_format.json_schema.name, no schema title or "
+                                     'system-message phrase \'schema named "NAME"\'', kind="script_error")
+        entry = self._take(name, message_text(body.get("messages", [])))
+        if entry is None:
+            left = len(self._queues.get(name, []))
+            return name, None, _error(500, f"scripted LLM ran out of answers for schema {name!r} "
+                                     f"({left} entries left, none matching this request)",
+                                kind="script_exhausted")
+        if entry.status is not None:
+            default = _ERRORS.get(entry.status, ("", None, f"Scripted error {entry.status}."))[2]
+            return name, entry, _error(entry.status, entry.error or default)
+        return name, entry, JSONResponse(_completion(body, entry))
+
+    def _config(self) -> uvicorn.Config:
+        return uvicorn.Config(self.app, host=self.host, port=self.port, log_level="warning",
+                              lifespan="off", timeout_graceful_shutdown=1)
+
+    def start(self) -> ScriptedLLMServer:
+        """Bind a port (a free one when port is 0) and serve in a daemon thread."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        self._server = uvicorn.Server(self._config())
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
+                                        name=f"scripted-llm-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"scripted LLM server on {self.base_url} failed to start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        """Ask the server to exit and wait for its thread."""
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=10)
+            self._server = self._thread = None
+
+    def __enter__(self) -> ScriptedLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def serve_forever(scenario: Scenario | dict | str | Path, port: int = 8765, host: str = "127.0.0.1") -> None:
+    """Serve a scenario in the foreground until interrupted (for a CLI)."""
+    server = ScriptedLLMServer(scenario, port=port, host=host)
+    uvicorn.Server(server._config()).run()

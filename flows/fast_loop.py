@@ -1,0 +1,92 @@
+"""The fast loop: one subflow per subtask, whose attempts are tasks.
+
+R3 executes, R4a scores the evidence; a gap sends a CorrectionSignal back to R3 and
+the attempt repeats, up to maxRetries.  An executor that says ``failed`` is scored once
+by R4a (to classify the failure) and never retried; an infrastructure error or a Law-1
+denial ends the loop at once without an LLM call (retrying would only ask the same
+question again).  Only the final SubTaskOutcome leaves this subflow.
+"""
+
+from __future__ import annotations
+
+from prefect import flow
+from prefect.logging import get_run_logger
+from tasks.tools import ToolBox
+
+from config.contracts import ExecutionResult, GapPoint, SubTask, SubTaskOutcome
+from config.errors import RunFailure
+from tasks.prefect_tasks import execute_task, validate_task
+from tasks.roles import agent_validator as r4a
+from tasks.runtime import get_runtime
+
+
+def subtask_run_name(round_no: int, index: int, intent: str) -> str:
+    """``subtask-2.1 · find the logs`` — what the run graph shows."""
+    short = " ".join(intent.split())
+    short = short if len(short) <= 48 else short[:47] + "…"
+    return f"subtask-{round_no}.{index} · {short}"
+
+
+@flow(name="subtask", validate_parameters=False, log_prints=False, persist_result=False)
+async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[str],
+                       blocked_targets: list[str]) -> SubTaskOutcome:
+    """Run one subtask's fast loop and return its final outcome."""
+    rt = get_runtime(runtime_id)
+    logger = get_run_logger()
+    rt.bus.publish(subtask, "R2", "R3", subtask.subtask_id)
+    toolbox = ToolBox(rt.settings, rt.workspace, rt.gate, set(blocked_tools), set(blocked_targets))
+    trajectory: list[GapPoint] = []
+    correction = None
+    max_attempts = rt.settings.ggs.max_retries + 1
+    for attempt in range(1, max_attempts + 1):
+        denied_before = len(toolbox.law1_denials)
+        try:
+            result = await execute_task(runtime_id, subtask, toolbox, correction, attempt)
+        except RunFailure as exc:
+            return _finish(rt, subtask, None, trajectory, attempt, str(exc), exc.failure_class, logger)
+        denials = toolbox.law1_denials[denied_before:]
+        if denials:
+            reason = "; ".join(f"[LAW1] denied: {d.command}" for d in denials)
+            rt.law1_events.extend(f"denied: {d.command}" for d in denials)
+            return _finish(rt, subtask, result, trajectory, attempt, reason, "environmental", logger)
+        try:
+            answer = await validate_task(runtime_id, subtask, result, attempt)
+        except RunFailure as exc:
+            return _finish(rt, subtask, result, trajectory, attempt, f"validator: {exc}", exc.failure_class, logger)
+        verdicts = r4a.verdicts_for(subtask, answer)
+        trajectory.append(r4a.gap_point(attempt, verdicts))
+        if result.status == "failed":  # R4a classified the evidence; a failed executor is never retried
+            failure_class = trajectory[-1].failure_class or "logical"
+            outcome = r4a.outcome(subtask, "failed", result, verdicts, trajectory,
+                                  failure_reason=f"executor reported failure: {result.output[:300]}",
+                                  failure_class=failure_class)
+            logger.warning("executor failed (%s), no retry: %s", failure_class, result.output[:200])
+            return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
+        if all(v.verdict == "pass" for v in verdicts):
+            logger.info("matched on attempt %d", attempt)
+            outcome = r4a.outcome(subtask, "matched", result, verdicts, trajectory)
+            return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
+        if attempt == max_attempts:
+            unmet = [v.criterion for v in verdicts if v.verdict == "fail"]
+            outcome = r4a.outcome(subtask, "failed", result, verdicts, trajectory,
+                                  failure_reason=f"criteria unmet after {attempt} attempts: {'; '.join(unmet)}",
+                                  failure_class=trajectory[-1].failure_class)
+            logger.warning("failed after %d attempts: %s", attempt, outcome.failure_reason)
+            return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
+        correction = r4a.correction(subtask, attempt, verdicts, answer, result)
+        logger.info("correction → attempt %d: %s", attempt + 1, correction.what_to_do or correction.what_was_wrong)
+        rt.bus.publish(correction, "R4a", "R3", subtask.subtask_id)
+    raise AssertionError("unreachable: the attempt loop always returns")
+
+
+def _finish(rt, subtask: SubTask, result: ExecutionResult | None, trajectory: list[GapPoint], attempt: int,
+            reason: str, failure_class: str, logger) -> SubTaskOutcome:
+    """An immediate failure (no retry): every criterion fails with the failure's class."""
+    verdicts = r4a.immediate_failure(subtask, reason, failure_class)
+    trajectory.append(r4a.gap_point(attempt, verdicts))
+    result = result or ExecutionResult(subtask_id=subtask.subtask_id, status="failed", output=reason)
+    logger.warning("failed immediately (%s): %s", failure_class, reason)
+    outcome = r4a.outcome(subtask, "failed", result, verdicts, trajectory, failure_reason=reason,
+                          failure_class=failure_class)
+    return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
+

@@ -1,0 +1,147 @@
+"""One medium-loop round as a subflow: calibrate → plan → dispatch → fast loops → R4b.
+
+Subtasks of one sequence group run concurrently (their subflows are gathered);
+a later group sees the earlier groups' outputs in its context.  When a group fails,
+later groups are not run (they would lack their inputs) and are reported as failed
+so D stays honest.  The round ends with R4b's OutcomeSummary or ReplanRequest, which
+the medium loop hands to the GGS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from memory.calibration import calibrate_from_store
+from prefect import flow
+from prefect.logging import get_run_logger
+
+from config.contracts import (
+    DispatchManifest,
+    MemoryQuery,
+    OutcomeSummary,
+    PlanDirective,
+    ReplanRequest,
+    SubTask,
+    SubTaskOutcome,
+    TaskSpec,
+)
+from config.errors import PlanRejected
+from config.protocol import PlanAnswer
+from flows.fast_loop import subtask_flow, subtask_run_name
+from tasks import plan_rules
+from tasks.prefect_tasks import meta_validate_task, plan_task, publish_r4b
+from tasks.roles import agent_validator as r4a
+from tasks.roles import meta_validator as r4b
+from tasks.runtime import Runtime, get_runtime
+
+
+def round_run_name(round_no: int, directive: PlanDirective | None) -> str:
+    """``round-2 · change_path`` — the story the run graph tells."""
+    return f"round-{round_no} · {directive.directive if directive else 'init'}"
+
+
+@flow(name="round", validate_parameters=False, log_prints=False, persist_result=False)
+async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: PlanDirective | None,
+                     blocked_tools: list[str], blocked_targets: list[str],
+                     prior_summary: str = "") -> OutcomeSummary | ReplanRequest:
+    """Plan and run one round; return R4b's verdict for the GGS."""
+    rt = get_runtime(runtime_id)
+    logger = get_run_logger()
+    calibration = _calibrate(rt, spec, blocked_tools, blocked_targets)
+    must_not_tools = set(blocked_tools) | set(getattr(calibration, "must_not_tools", set()))
+    must_not_targets = set(blocked_targets) | set(getattr(calibration, "must_not_targets", set()))
+    block = calibration.prompt_block() if calibration is not None else ""
+    try:
+        plan = await _plan(runtime_id, spec, block, directive, must_not_tools, must_not_targets, prior_summary)
+    except PlanRejected as exc:
+        logger.error("round %d failed honestly: %s", round_no, exc)
+        return _rejected_round(rt, spec, str(exc))
+    plan, cap_note = plan_rules.cap_plan(plan_rules.normalise_sequences(plan))
+    if cap_note:
+        logger.warning(cap_note)
+    manifest, groups = plan_rules.dispatch(plan, spec.task_id, round_no)
+    rt.bus.publish(manifest, "R2", "R4b")
+    outcomes = await _run_groups(runtime_id, rt, round_no, groups, sorted(must_not_tools), sorted(must_not_targets))
+    merged = r4b.merge_outputs(outcomes)
+    verdicts, summary = None, ""
+    if r4b.needs_llm(outcomes):
+        answer = await meta_validate_task(runtime_id, manifest, outcomes, merged)
+        verdicts, summary = r4b.task_verdicts(manifest, answer), answer.summary
+    else:
+        logger.info("R4b: a subtask failed, so no LLM call; replan requested")
+    message = r4b.decide(spec.task_id, manifest, outcomes, merged, verdicts, summary)
+    publish_r4b(runtime_id, message)
+    return message
+
+
+def _calibrate(rt: Runtime, spec: TaskSpec, blocked_tools: list[str], blocked_targets: list[str]):
+    """R2's memory calibration (no LLM call); memory trouble never stops planning."""
+    if rt.store is None:
+        return None
+    logger = get_run_logger()
+    try:
+        calibration = calibrate_from_store(rt.store, spec.intent, set(blocked_tools), set(blocked_targets))
+    except Exception as exc:  # memory must never block the operational path
+        logger.warning("memory calibration unavailable: %s", exc)
+        return None
+    query = MemoryQuery(task_id=spec.task_id, space=calibration.space, entity=calibration.entity,
+                        potentials=calibration.potentials, sop_count=len(calibration.sops))
+    rt.bus.publish(query, "R2", "R5")
+    logger.info("memory %s/%s: %s", query.space, query.entity,
+                query.potentials.action if query.potentials else "none")
+    return calibration
+
+
+async def _plan(runtime_id: str, spec: TaskSpec, block: str, directive: PlanDirective | None,
+                must_not_tools: set[str], must_not_targets: set[str], prior_summary: str) -> PlanAnswer:
+    """Ask R2; a plan that breaks the rules is re-asked once with the problems, then rejected."""
+    problems: list[str] | None = None
+    for suffix in ("", " · re-ask"):
+        plan = await plan_task(runtime_id, spec, block, directive, must_not_tools, must_not_targets,
+                               prior_summary, problems, suffix=suffix)
+        problems = plan_rules.validate_plan(plan, must_not_tools, must_not_targets)
+        if not problems:
+            return plan
+        get_run_logger().warning("plan rejected: %s", "; ".join(problems))
+    raise PlanRejected("the planner broke the plan rules twice: " + "; ".join(problems or []))
+
+
+async def _run_groups(runtime_id: str, rt: Runtime, round_no: int, groups: list[list[SubTask]],
+                      blocked_tools: list[str], blocked_targets: list[str]) -> list[SubTaskOutcome]:
+    """Run sequence groups in order, each group's subtasks concurrently."""
+    outcomes: list[SubTaskOutcome] = []
+    index = 0
+    for position, group in enumerate(groups):
+        if any(o.status == "failed" for o in outcomes):
+            skipped = [st for g in groups[position:] for st in g]
+            outcomes.extend(_not_run(rt, st) for st in skipped)
+            break
+        runs = []
+        for st in group:
+            index += 1
+            st = st.model_copy(update={"context": plan_rules.group_context(st.context, outcomes)}) if outcomes else st
+            named = subtask_flow.with_options(flow_run_name=subtask_run_name(round_no, index, st.intent))
+            runs.append(named(runtime_id, st, blocked_tools, blocked_targets))
+        outcomes.extend(await asyncio.gather(*runs))
+    return outcomes
+
+
+def _not_run(rt: Runtime, subtask: SubTask) -> SubTaskOutcome:
+    """A later-group subtask skipped because an earlier group failed."""
+    reason = "not run: an earlier sequence group failed"
+    verdicts = r4a.immediate_failure(subtask, reason, "logical")
+    outcome = r4a.outcome(subtask, "failed", None, verdicts, [r4a.gap_point(1, verdicts)],
+                          failure_reason=reason, failure_class="logical")
+    return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
+
+
+def _rejected_round(rt: Runtime, spec: TaskSpec, reason: str) -> ReplanRequest:
+    """The planner could not produce a valid plan: an honest, logical failure of the round."""
+    placeholder = SubTask(subtask_id="plan", parent_task_id=spec.task_id, intent="produce a valid plan")
+    verdicts = r4a.immediate_failure(placeholder, reason, "logical")
+    failed = r4a.outcome(placeholder, "failed", None, verdicts, [r4a.gap_point(1, verdicts)],
+                         failure_reason=reason, failure_class="logical")
+    manifest = DispatchManifest(task_id=spec.task_id)
+    message = r4b.decide(spec.task_id, manifest, [failed], {}, None, reason)
+    rt.bus.publish(message, "R4b", "R7")
+    return message

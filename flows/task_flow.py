@@ -1,0 +1,134 @@
+"""The medium loop as the ``artoo-task`` flow: R1 → rounds → GGS → FinalResult.
+
+Each round is a subflow named ``round-N · <directive>`` so the run graph reads like a
+story; the GGS task between rounds logs the loss line and keeps the trajectory table.
+The flow builds its own runtime (LLM client, memory store, bus, Law-1 gate) from the
+settings, so the same code serves ``artoo run`` (ephemeral Prefect), a deployment run
+triggered from the UI, and the tests.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+from prefect.artifacts import acreate_markdown_artifact
+from prefect.logging import get_run_logger
+from prefect.runtime import flow_run
+
+from config.contracts import FinalResult
+from config.settings import Settings, load_settings
+from flows.law1 import make_gate, resolve_mode
+from flows.round import round_flow, round_run_name
+from tasks.bus import Bus
+from tasks.ggs_controller import GGSController
+from tasks.ggs_task import artifact_key, ggs_task
+from tasks.llm import OpenAICompatLLM, cost_report
+from tasks.prefect_tasks import perceive_task
+from tasks.runtime import Runtime, drop, register
+from tasks.session import append_history, load_history
+
+
+def task_run_name() -> str:
+    """``artoo · <request>`` shortened, for the runs list."""
+    request = " ".join(str(flow_run.parameters.get("request", "")).split())
+    return "artoo · " + (request if len(request) <= 60 else request[:59] + "…")
+
+
+@flow(name="artoo-task", flow_run_name=task_run_name, validate_parameters=True, log_prints=False,
+      persist_result=False)
+async def artoo_task(request: str, workspace: str | None = None) -> dict[str, Any]:
+    """Run one request through the full loop; returns the FinalResult as JSON data."""
+    settings = load_settings()
+    home = settings.home_dir
+    ws = Path(workspace).expanduser() if workspace else settings.workspace_dir
+    ws.mkdir(parents=True, exist_ok=True)
+    runtime = _open_runtime(settings, ws)
+    runtime_id = register(runtime)
+    started = time.monotonic()
+    try:
+        final = await _medium_loop(runtime_id, runtime, request, load_history(home, settings.history_size), started)
+        append_history(home, request, final.summary)
+        return {"final": final.model_dump(mode="json"), "cost": cost_report(runtime.llm.records),
+                "tool_seconds": round(runtime.tool_seconds, 3), "wall_seconds": round(time.monotonic() - started, 3)}
+    finally:
+        drop(runtime_id)
+        await runtime.llm.aclose()
+        if runtime.store is not None:
+            runtime.store.close()
+
+
+def _open_runtime(settings: Settings, workspace: Path) -> Runtime:
+    logger = get_run_logger()
+    store = None
+    try:
+        from memory.store import MemoryStore
+
+        store = MemoryStore(settings.home_dir, settings.memory)
+    except Exception as exc:  # memory is an aid, never a reason not to work
+        logger.warning("memory store unavailable, planning without it: %s", exc)
+    decisions: list[str] = []
+    mode = resolve_mode(settings)
+    runtime = Runtime(settings=settings, llm=OpenAICompatLLM(settings, max_retries=settings.llm_max_retries),
+                      store=store, bus=Bus("pending"), workspace=workspace,
+                      gate=make_gate(settings, mode, decisions), law1_events=decisions)
+    logger.info("workspace %s, Law-1 confirmations: %s", workspace, mode)
+    return runtime
+
+
+async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list[dict],
+                       started: float) -> FinalResult:
+    logger = get_run_logger()
+    spec = await perceive_task(runtime_id, request, history)
+    spec = spec.model_copy(update={"raw_input": request})
+    rt.bus = Bus(spec.task_id)
+    rt.bus.publish(spec, "R1", "R2")
+    controller = GGSController(spec.task_id, spec.intent, rt.settings.ggs)
+    directive, prior_summary, round_no = None, "", 1
+    while True:
+        blocked_tools = list(directive.blocked_tools) if directive else []
+        blocked_targets = list(directive.blocked_targets) if directive else []
+        named = round_flow.with_options(flow_run_name=round_run_name(round_no, directive))
+        message = await named(runtime_id, spec, round_no, directive, blocked_tools, blocked_targets, prior_summary)
+        elapsed_ms = (time.monotonic() - started) * 1000
+        decision = await ggs_task(runtime_id, controller, message, elapsed_ms, round_no)
+        if decision.final is not None:
+            break
+        directive = decision.directive
+        prior_summary = getattr(message, "gap_summary", "") or ""
+        round_no += 1
+    final = _with_law1(decision.final, rt.law1_events)
+    rt.bus.publish(final, "R7", "user")
+    logger.info("final: %s (%d replans) — %s", final.directive, final.replans, final.summary)
+    await acreate_markdown_artifact(key=artifact_key("final", spec.task_id), markdown=final_markdown(final),
+                                    description=f"FinalResult of `{spec.task_id}`")
+    return final
+
+
+def _with_law1(final: FinalResult, decisions: list[str]) -> FinalResult:
+    denied = [d for d in decisions if d.startswith("denied")]
+    if not denied:
+        return final
+    note = " [LAW1] " + "; ".join(denied) + " (an irreversible action was not confirmed, so it did not run)."
+    return final.model_copy(update={"summary": final.summary + note})
+
+
+def final_markdown(final: FinalResult) -> str:
+    """The FinalResult as the markdown artifact a person reads first."""
+    label = {"accept": "✅ accepted", "success": "✅ success (within threshold)", "abandon": "⛔ abandoned"}
+    lines = [f"# {label.get(final.directive, final.directive)}: `{final.task_id}`", "", final.summary, "",
+             "| D | P | Ω | L | ∇L | replans |", "|---|---|---|---|---|---|",
+             f"| {final.loss.D:.3f} | {final.loss.P:.3f} | {final.loss.Omega:.3f} | {final.loss.L:.3f} "
+             f"| {final.grad_l:+.3f} | {final.replans} |"]
+    if final.next_steps:
+        lines += ["", "## What to try next", *[f"- {step}" for step in final.next_steps]]
+    lines += ["", "## Output", "```json", _json(final.output)[:6000], "```"]
+    return "\n".join(lines)
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, indent=2, default=str)

@@ -1,0 +1,309 @@
+"""The per-task GGS controller (spec R7): one instance per task run, one ``evaluate`` per round.
+
+Why a small state machine apart from the maths: the GGS is a *dynamic-differential*
+controller, so what it decides depends on history — L_prev for ∇L, the count of
+consecutive worsening rounds for the Law-2 kill switch, the blocked targets accumulated
+over every round, the previous directive and how persistently each criterion failed.
+That history belongs to one task and nothing else, so it lives in one object with no
+I/O: the caller publishes the directive or final result and writes the Megrams
+(fire-and-forget); this class only decides.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from config.contracts import (
+    CriterionVerdict,
+    FinalResult,
+    Loss,
+    Megram,
+    OutcomeSummary,
+    PlanDirective,
+    ReplanRequest,
+    SubTaskOutcome,
+)
+from config.settings import GGSParams, load_settings
+from memory.tags import ENV_LOCAL, intent_space, path_entity, tool_space
+from tasks.ggs import (
+    ACTION_STATES,
+    LOGICAL_STATES,
+    QUANTIZATION,
+    distance,
+    failing_criteria,
+    failure_class_of,
+    implausibility,
+    loss,
+    macro_state,
+    outcome_class,
+    resource_cost,
+    tool_calls_of,
+    urgency,
+)
+
+
+@dataclass
+class GGSDecision:
+    """What the GGS decided for one round; exactly one of ``directive``/``final`` is set."""
+
+    state: str
+    loss: Loss
+    grad_l: float
+    urgency: str
+    directive: PlanDirective | None
+    final: FinalResult | None
+    megrams: list[Megram]
+    log_line: str
+    trajectory: list[dict]
+    abandon_reason: str | None = None
+    """Why an abandon happened: ``omega`` (Ω ≥ θ), ``law2`` (kill switch) or ``budget`` (replans spent)."""
+
+
+@dataclass
+class _Reading:
+    """One round's numbers, computed before any state of the controller changes."""
+
+    round: int
+    outcomes: list[SubTaskOutcome]
+    task_verdicts: list[CriterionVerdict]
+    D: float
+    P: float
+    omega: float
+    L: float
+    grad: float
+    urgency: str
+
+
+class GGSController:
+    """Turns each round's OutcomeSummary/ReplanRequest into a PlanDirective or a FinalResult."""
+
+    def __init__(self, task_id: str, intent: str, params: GGSParams | None = None,
+                 now: Callable[[], datetime] | None = None) -> None:
+        self.task_id = task_id
+        self.intent = intent
+        self.params = params if params is not None else load_settings().ggs
+        self._now = now or _utc_now
+        self._round = 0
+        self._l_prev: float | None = None
+        self._worsening = 0
+        self._prev_directive = "init"
+        self._targets: dict[str, str] = {}
+        self._tools_ever: dict[str, None] = {}
+        self._persistence: Counter[str] = Counter()
+        self._trajectory: list[dict] = []
+        self._final: FinalResult | None = None
+
+    @property
+    def finished(self) -> bool:
+        """True once a FinalResult was emitted; further rounds are refused."""
+        return self._final is not None
+
+    def evaluate(self, message: OutcomeSummary | ReplanRequest, elapsed_ms: float) -> GGSDecision:
+        """Compute the round's loss, pick the macro-state and build the directive or final result."""
+        reading = self._read(message, elapsed_ms)
+        p = self.params
+        self._worsening = self._worsening + 1 if reading.grad > p.epsilon else 0
+        state, reason = self._decide(reading, accepted=isinstance(message, OutcomeSummary))
+        failing = failing_criteria(reading.outcomes, reading.task_verdicts)
+        self._persistence.update(dict(failing))
+        self._accumulate_targets(reading.outcomes)
+        tools = self._blocked_tools(state, reading.outcomes)
+        self._tools_ever.update(dict.fromkeys(tools))
+        loss_ = Loss(D=reading.D, P=reading.P, Omega=reading.omega, L=reading.L)
+        directive = final = None
+        if state in ACTION_STATES:
+            directive = self._directive(state, reading, loss_, tools, failing)
+        else:
+            final = self._final_result(state, reason, message, reading, loss_, failing)
+        megrams = self._megrams(state, reading.round, final)
+        self._l_prev = reading.L
+        self._round = reading.round
+        self._prev_directive = state
+        self._final = final
+        self._trajectory.append({
+            "round": reading.round, "D": reading.D, "P": reading.P, "Omega": reading.omega,
+            "L": reading.L, "grad_l": reading.grad, "state": state, "urgency": reading.urgency,
+        })
+        return GGSDecision(
+            state=state, loss=loss_, grad_l=reading.grad, urgency=reading.urgency, directive=directive,
+            final=final, megrams=megrams, log_line=self._log_line(state, reading, tools),
+            trajectory=[dict(row) for row in self._trajectory], abandon_reason=reason,
+        )
+
+    def _read(self, message: OutcomeSummary | ReplanRequest, elapsed_ms: float) -> _Reading:
+        if self._final is not None:
+            raise RuntimeError(f"task {self.task_id!r} already finished with {self._final.directive!r}")
+        if not isinstance(message, OutcomeSummary | ReplanRequest):
+            raise TypeError(f"GGS evaluates OutcomeSummary or ReplanRequest, got {type(message).__name__}")
+        if message.task_id != self.task_id:
+            raise ValueError(f"message for task {message.task_id!r} sent to the GGS of {self.task_id!r}")
+        outcomes = _outcomes(message)
+        verdicts = list(message.task_criteria_verdicts)
+        r = self._round + 1
+        d, p_ = distance(outcomes, verdicts), implausibility(outcomes, verdicts)
+        omega = resource_cost(r - 1, elapsed_ms, self.params)
+        value = loss(d, p_, omega, self.params)
+        grad = 0.0 if self._l_prev is None else value - self._l_prev
+        return _Reading(r, outcomes, verdicts, d, p_, omega, value, grad, urgency(grad, self.params))
+
+    def _decide(self, reading: _Reading, *, accepted: bool) -> tuple[str, str | None]:
+        """The cascade, then the overrides: accept, Law-2 kill switch, replan budget."""
+        p = self.params
+        state = macro_state(reading.D, reading.P, reading.omega, reading.grad, p)
+        if state == "abandon":
+            return state, "omega"
+        if state == "success":
+            return ("accept" if accepted and reading.D == 0 else "success"), None
+        if self._worsening >= p.law2_threshold:
+            return "abandon", "law2"
+        if reading.round - 1 >= p.max_replans:
+            return "abandon", "budget"
+        return state, None
+
+    def _accumulate_targets(self, outcomes: list[SubTaskOutcome]) -> None:
+        """Inputs of environmentally failing subtasks join blocked_targets for the rest of the task."""
+        env_failed = [o for o in outcomes if o.status == "failed" and outcome_class(o) == "environmental"]
+        for name, target in tool_calls_of(env_failed):
+            if target:
+                self._targets.setdefault(target, name)
+
+    def _blocked_tools(self, state: str, outcomes: list[SubTaskOutcome]) -> list[str]:
+        """break_symmetry blocks every tool of the failing subtasks; change_approach the logical ones'."""
+        if state not in LOGICAL_STATES:
+            return []
+        failed = [o for o in outcomes if o.status == "failed"]
+        if state == "change_approach":
+            failed = [o for o in failed if outcome_class(o) == "logical"] or failed
+        return list(dict.fromkeys(name for name, _ in tool_calls_of(failed)))
+
+    def _most_persistent(self, failing: list[tuple[str, int]]) -> str:
+        if not failing:
+            return ""
+        return max((c for c, _ in failing), key=lambda c: self._persistence[c])
+
+    def _directive(self, state: str, reading: _Reading, loss_: Loss, tools: list[str],
+                   failing: list[tuple[str, int]]) -> PlanDirective:
+        return PlanDirective(
+            task_id=self.task_id, loss=loss_, prev_directive=self._prev_directive, directive=state,
+            blocked_tools=tools, blocked_targets=list(self._targets),
+            failed_criterion=self._most_persistent(failing),
+            failure_class=failure_class_of(reading.outcomes, reading.task_verdicts),
+            budget_pressure=reading.omega, grad_l=reading.grad,
+            rationale=_rationale(state, reading, self.params), urgency=reading.urgency,
+        )
+
+    def _final_result(self, state: str, reason: str | None, message: OutcomeSummary | ReplanRequest,
+                      reading: _Reading, loss_: Loss, failing: list[tuple[str, int]]) -> FinalResult:
+        unmet = [c for c, _ in sorted(failing, key=lambda item: -self._persistence[item[0]])]
+        summary = self._summary(state, reason, message, reading, unmet)
+        return FinalResult(
+            task_id=self.task_id, summary=summary, output=_merged_output(message, reading.outcomes),
+            loss=loss_, grad_l=reading.grad, replans=reading.round - 1,
+            prev_directive=self._prev_directive, directive=state,
+            next_steps=self._next_steps(reason, unmet) if state == "abandon" else [],
+        )
+
+    def _summary(self, state: str, reason: str | None, message: OutcomeSummary | ReplanRequest,
+                 reading: _Reading, unmet: list[str]) -> str:
+        replans = reading.round - 1
+        matched = sum(1 for o in reading.outcomes if o.status == "matched")
+        progress = f"{matched} of {len(reading.outcomes)} subtask(s) matched"
+        still = f"; still unmet: {'; '.join(unmet)}" if unmet else ""
+        if state == "accept":
+            text = f"Accepted after {replans} replan(s): {progress}, every criterion passed."
+        elif state == "success":
+            text = (f"Succeeded within the convergence threshold (D={reading.D:.2f} <= "
+                    f"delta={self.params.delta}) after {replans} replan(s): {progress}{still}.")
+        else:
+            text = (f"Abandoned after {replans} replan(s) because {self._why(reason, reading)}. "
+                    f"Achieved: {progress}, D={reading.D:.2f}{still}.")
+        extra = message.summary if isinstance(message, OutcomeSummary) else message.gap_summary
+        return f"{text} {extra.strip()}".strip()
+
+    def _why(self, reason: str | None, reading: _Reading) -> str:
+        p = self.params
+        if reason == "law2":
+            return (f"the Law-2 kill switch fired: the loss worsened (grad_l > {p.epsilon}) "
+                    f"for {self._worsening} consecutive rounds")
+        if reason == "budget":
+            return f"the replan budget is spent ({reading.round - 1} of {p.max_replans} replans used)"
+        return f"the resource budget is exhausted (Omega={reading.omega:.2f} >= theta={p.theta})"
+
+    def _next_steps(self, reason: str | None, unmet: list[str]) -> list[str]:
+        steps = [f"Resolve the unmet criterion: {c}" for c in unmet[:3]]
+        if self._targets:
+            steps.append("Check these inputs, which failed for environmental reasons: "
+                         + ", ".join(list(self._targets)[:5]))
+        if self._tools_ever:
+            steps.append("Try a method that does not rely on: " + ", ".join(self._tools_ever))
+        steps.append({
+            "law2": "Restate the request more narrowly: each replan moved further from the goal.",
+            "budget": "Narrow the request, or raise ggs.max_replans if more rounds are worth it.",
+        }.get(reason or "", "Allow more time (ggs.time_budget_ms) or split the task into smaller requests."))
+        return steps
+
+    def _megrams(self, state: str, round_: int, final: FinalResult | None) -> list[Megram]:
+        """Action states: one Megram per blocked target; terminal states: one for the intent."""
+        f, sigma, k = QUANTIZATION[state]
+        created = _utc(self._now())
+        if final is not None:
+            return [Megram(id=uuid.uuid4().hex, created_at=created, space=intent_space(self.intent),
+                           entity=ENV_LOCAL, content=f"{state}: {self.intent} — {final.summary}",
+                           state=state, f=f, sigma=sigma, k=k)]
+        return [
+            Megram(id=uuid.uuid4().hex, created_at=created, space=tool_space(tool),
+                   entity=path_entity(target),
+                   content=f"{state}: {tool} on {target} failed (task {self.task_id}, round {round_})",
+                   state=state, f=f, sigma=sigma, k=k)
+            for target, tool in self._targets.items()
+        ]
+
+    def _log_line(self, state: str, reading: _Reading, tools: list[str]) -> str:
+        return (f"ggs task={self.task_id} round={reading.round} D={reading.D:.3f} P={reading.P:.3f} "
+                f"Ω={reading.omega:.3f} L={reading.L:.3f} ∇L={reading.grad:+.3f} directive={state} "
+                f"urgency={reading.urgency} blocked_tools=[{', '.join(tools)}] "
+                f"blocked_targets=[{', '.join(self._targets)}]")
+
+
+def _outcomes(message: OutcomeSummary | ReplanRequest) -> list[SubTaskOutcome]:
+    if isinstance(message, OutcomeSummary):
+        return list(message.outcomes)
+    return list(message.matched_outcomes) + list(message.failed_outcomes)
+
+
+def _merged_output(message: OutcomeSummary | ReplanRequest, outcomes: list[SubTaskOutcome]) -> Any:
+    if message.merged_output is not None:
+        return message.merged_output
+    matched = [o.output for o in outcomes if o.status == "matched"]
+    return matched or None
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _rationale(state: str, r: _Reading, p: GGSParams) -> str:
+    """One sentence naming the numbers that chose the directive."""
+    trend = {"low": "improving", "high": "worsening"}.get(r.urgency, "flat")
+    head = f"D={r.D:.2f} > delta={p.delta}"
+    signal = f"a directional signal (|grad_l|={abs(r.grad):.2f} >= epsilon, {trend})"
+    plateau = f"a plateau (|grad_l|={abs(r.grad):.2f} < epsilon)"
+    env = f"mostly environmental failures (P={r.P:.2f} <= rho={p.rho})"
+    wrong = f"a logically wrong approach (P={r.P:.2f} > rho={p.rho})"
+    if state == "refine":
+        return f"{head} with {signal} and {env}: keep the approach and tighten its parameters."
+    if state == "change_path":
+        return f"{head} on {plateau} with {env}: keep the approach but use a different target or path."
+    if state == "change_approach":
+        doubt = ", distrusting the improving trend" if r.urgency == "low" else ""
+        return f"{head} with {signal} and {wrong}: switch method{doubt} and do not use the blocked tools."
+    return f"{head} on {plateau} with {wrong}: demand a novel tool class and do not use the blocked tools."

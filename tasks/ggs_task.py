@@ -1,0 +1,51 @@
+"""The GGS as a Prefect task: one line per round, a loss-trajectory table, memory writes.
+
+The controller (tasks.ggs_controller) decides; this wrapper makes the decision legible
+in the Prefect UI (a log line with D, P, Ω, L, ∇L, directive, urgency, blocked tools and
+targets; a table artifact ``ggs-<task_id>`` updated every round), publishes the
+PlanDirective or FinalResult on the bus, and hands the Megrams to the memory store
+fire-and-forget.  The GGS is the only writer of memory.
+"""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.artifacts import acreate_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.logging import get_run_logger
+
+from config.contracts import OutcomeSummary, ReplanRequest
+from tasks.ggs_controller import GGSController, GGSDecision
+from tasks.runtime import get_runtime
+
+
+def artifact_key(prefix: str, task_id: str) -> str:
+    """Prefect artifact keys allow lowercase letters, digits and dashes only."""
+    slug = "".join(c if c.isalnum() else "-" for c in task_id.lower()).strip("-") or "task"
+    return f"{prefix}-{slug}"[:100]
+
+
+@task(name="R7 · GGS", task_run_name="R7 · GGS round {round_no}", cache_policy=NO_CACHE, persist_result=False)
+async def ggs_task(runtime_id: str, controller: GGSController, message: OutcomeSummary | ReplanRequest,
+                   elapsed_ms: float, round_no: int) -> GGSDecision:
+    """Evaluate one round and publish the outcome."""
+    rt = get_runtime(runtime_id)
+    logger = get_run_logger()
+    decision = controller.evaluate(message, elapsed_ms)
+    logger.info(decision.log_line)
+    await acreate_table_artifact(
+        key=artifact_key("ggs", controller.task_id),
+        table=[{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
+               for row in decision.trajectory],
+        description=f"GGS loss trajectory of task `{controller.task_id}`: one row per round.",
+    )
+    for megram in decision.megrams:
+        rt.bus.publish(megram, "R7", "R5")
+        if rt.store is not None:
+            try:
+                rt.store.write(megram)
+            except Exception as exc:  # fire-and-forget: memory never blocks the GGS
+                logger.warning("memory write failed (kept going): %s", exc)
+    if decision.directive is not None:
+        rt.bus.publish(decision.directive, "R7", "R2")
+    return decision

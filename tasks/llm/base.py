@@ -1,0 +1,104 @@
+"""The one small LLM interface the roles depend on, and its bookkeeping types.
+
+Roles (R1 … R4b, the Dreamer) ask for a validated answer model or an executor tool turn;
+they never see the ``openai`` package.  Fakes for pure-logic tests implement ``LLM``;
+the real client (``OpenAICompatLLM``) implements it over HTTP.  Every request leaves a
+``CallRecord`` so the cost of a run can be reported per role (spec: token cost vs. time
+cost).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from config.protocol import SCHEMAS, Answer, ExecutionAnswer
+
+Tier = Literal["brain", "tool"]
+
+ROLE_TIER: dict[str, Tier] = {
+    "R1": "brain", "R2": "brain", "R4b": "brain", "dreamer": "brain", "R3": "tool", "R4a": "tool",
+}
+"""Which model tier serves each role."""
+
+TOOLS_SCHEMA = "tools"
+"""The schema name recorded for (and routed by) executor tool-calling turns."""
+
+
+def tier_of(role: str) -> Tier:
+    """The tier serving a role; ValueError for an unknown role."""
+    try:
+        return ROLE_TIER[role]
+    except KeyError:
+        raise ValueError(f"unknown LLM role {role!r}; known roles: {', '.join(ROLE_TIER)}") from None
+
+
+def answer_model(schema: str) -> type[Answer]:
+    """The answer model for a schema NAME; ValueError for an unknown name."""
+    try:
+        return SCHEMAS[schema]
+    except KeyError:
+        raise ValueError(f"unknown answer schema {schema!r}; known: {', '.join(SCHEMAS)}") from None
+
+
+@dataclass
+class CallRecord:
+    """One HTTP request made (or one scripted answer), for the per-role cost report."""
+
+    role: str
+    model: str
+    schema: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    ok: bool
+    error: str | None = None
+
+
+class ToolCallRequest(BaseModel):
+    """One tool call the model asked for; ``arguments`` is {"_invalid": raw} when not a JSON object."""
+
+    id: str
+    name: str
+    arguments: dict
+
+
+class ToolTurn(BaseModel):
+    """One executor turn: tool calls to run, or the final ExecutionResult answer."""
+
+    tool_calls: list[ToolCallRequest] = Field(default_factory=list)
+    final: ExecutionAnswer | None = None
+    assistant_message: dict
+    """The assistant message (openai wire format) to append before the tool results."""
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """What every role needs from a model."""
+
+    records: list[CallRecord]
+
+    async def structured(self, role: str, schema: str, messages: list[dict]) -> Answer:
+        """An instance of SCHEMAS[schema], validated."""
+        ...
+
+    async def tool_turn(self, role: str, messages: list[dict], tools: list[dict]) -> ToolTurn:
+        """One tool-calling turn of the executor."""
+        ...
+
+
+def cost_report(records: list[CallRecord]) -> dict[str, dict]:
+    """Per role: calls, prompt_tokens, completion_tokens, llm_seconds."""
+    report: dict[str, dict] = {}
+    for record in records:
+        row = report.setdefault(record.role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                              "llm_seconds": 0.0})
+        row["calls"] += 1
+        row["prompt_tokens"] += record.prompt_tokens
+        row["completion_tokens"] += record.completion_tokens
+        row["llm_seconds"] += record.latency_s
+    for row in report.values():
+        row["llm_seconds"] = round(row["llm_seconds"], 3)
+    return report

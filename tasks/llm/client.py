@@ -1,0 +1,191 @@
+"""``OpenAICompatLLM``: the LLM interface over any OpenAI-compatible endpoint.
+
+Why it exists: the roles want a validated answer model or an executor tool turn, not
+HTTP.  This class owns everything between: the tier endpoint per role, strict
+structured outputs with fallback for servers that reject ``json_schema`` (remembered per
+tier), the one repair attempt, error classification, retries of environmental failures
+only, and one ``CallRecord`` per HTTP request for the cost report.
+
+Retries are done here (the openai client's own are off) so each HTTP request is recorded
+and only environmental failures are retried.  One AsyncOpenAI client is kept per tier and
+per event loop, because Prefect may run async tasks on worker threads with their own loops
+and an HTTP connection pool must not cross loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+from config.errors import ConfigurationError, LLMOutputError
+from config.protocol import Answer, ExecutionAnswer
+from config.settings import Settings
+from tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolCallRequest, ToolTurn, answer_model, tier_of
+from tasks.llm.errors import Endpoint, FormatRejected, classify, is_retryable
+from tasks.llm.parsing import (
+    MODES,
+    InvalidAnswer,
+    normalize_tools,
+    parse_answer,
+    parse_arguments,
+    repair_messages,
+    structured_request,
+)
+
+_EMPTY = SimpleNamespace(content=None, refusal=None, tool_calls=None)
+
+
+class OpenAICompatLLM:
+    """The LLM protocol over OpenAI-compatible HTTP endpoints (brain and tool tiers)."""
+
+    def __init__(self, settings: Settings, max_retries: int = 1):
+        self.settings = settings
+        self.max_retries = max_retries
+        self.records: list[CallRecord] = []
+        self._modes: dict[str, int] = {}
+        self._clients: dict[asyncio.AbstractEventLoop, dict[str, AsyncOpenAI]] = {}
+
+    def endpoint(self, tier: str) -> Endpoint:
+        """The resolved endpoint of a tier; ConfigurationError naming the env vars when incomplete."""
+        resolved = self.settings.tier(tier)
+        upper = tier.upper()
+        if not resolved.base_url or not resolved.model:
+            missing = [f"{upper}_{f} (or OPENAI_{f})"
+                       for f, v in (("BASE_URL", resolved.base_url), ("MODEL", resolved.model)) if not v]
+            raise ConfigurationError(
+                f"the {tier} tier has no LLM endpoint configured: set {', '.join(missing)}")
+        key = resolved.api_key.get_secret_value() if resolved.api_key else "not-needed"
+        return Endpoint(tier, resolved.base_url, resolved.model, key, resolved.timeout_s)
+
+    def format_mode(self, tier: str) -> str:
+        """The structured-output mode this tier currently uses (after any fallback)."""
+        return MODES[self._modes.get(tier, 0)]
+
+    def _client(self, ep: Endpoint) -> AsyncOpenAI:
+        """This loop's client for a tier; clients of closed loops are dropped (their pools are dead)."""
+        for loop in [loop for loop in self._clients if loop.is_closed()]:
+            del self._clients[loop]
+        per_loop = self._clients.setdefault(asyncio.get_running_loop(), {})
+        if ep.tier not in per_loop:
+            per_loop[ep.tier] = AsyncOpenAI(base_url=ep.base_url, api_key=ep.api_key,
+                                            timeout=ep.timeout_s, max_retries=0)
+        return per_loop[ep.tier]
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients of the running loop (clients of other loops are dropped)."""
+        per_loop = self._clients.pop(asyncio.get_running_loop(), {})
+        self._clients = {}
+        for client in per_loop.values():
+            await client.close()
+
+    async def structured(self, role: str, schema: str, messages: list[dict]) -> Answer:
+        """An instance of SCHEMAS[schema], after at most one repair attempt."""
+        model = answer_model(schema)
+        ep = self.endpoint(tier_of(role))
+        conversation = list(messages)
+        for attempt in range(2):
+            response, record = await self._ask_structured(role, schema, ep, conversation)
+            message = _first_message(response)
+            try:
+                return parse_answer(message.content, message.refusal, model)
+            except InvalidAnswer as exc:
+                record.ok, record.error = False, f"invalid answer: {exc}"
+                if attempt:
+                    raise _output_error(role, schema, ep, message, exc) from None
+                conversation = repair_messages(messages, schema, message.content, str(exc))
+        raise AssertionError("unreachable")
+
+    async def tool_turn(self, role: str, messages: list[dict], tools: list[dict]) -> ToolTurn:
+        """One executor turn: the tool calls asked for, or the final ExecutionResult."""
+        ep = self.endpoint(tier_of(role))
+        extra = {"tools": normalize_tools(tools)} if tools else {}
+        conversation = list(messages)
+        for attempt in range(2):
+            response, record = await self._request(role, TOOLS_SCHEMA, ep, messages=conversation, **extra)
+            message = _first_message(response)
+            calls = [c for c in message.tool_calls or [] if getattr(c, "function", None) is not None]
+            if calls:
+                return _tool_call_turn(message.content, calls)
+            try:
+                final = parse_answer(message.content, message.refusal, ExecutionAnswer)
+            except InvalidAnswer as exc:
+                record.ok, record.error = False, f"invalid answer: {exc}"
+                if attempt:
+                    raise _output_error(role, "ExecutionResult", ep, message, exc) from None
+                conversation = repair_messages(messages, "ExecutionResult", message.content, str(exc))
+                continue
+            return ToolTurn(final=final, assistant_message={"role": "assistant", "content": message.content})
+        raise AssertionError("unreachable")
+
+    async def _ask_structured(self, role: str, schema: str, ep: Endpoint,
+                              messages: list[dict]) -> tuple[Any, CallRecord]:
+        """One structured request, falling back along MODES when the endpoint rejects a format."""
+        while True:
+            mode = self._modes.get(ep.tier, 0)
+            try:
+                request = structured_request(MODES[mode], schema, messages)
+                return await self._request(role, schema, ep, **request)
+            except FormatRejected as exc:
+                if mode + 1 >= len(MODES):
+                    raise ConfigurationError(
+                        f"the {ep.tier} tier endpoint {ep.base_url} (model {ep.model!r}) rejected every "
+                        f"structured-output mode ({', '.join(MODES)}); last answer: {exc}") from None
+                self._modes[ep.tier] = max(self._modes.get(ep.tier, 0), mode + 1)
+
+    async def _request(self, role: str, schema: str, ep: Endpoint, **kwargs: Any) -> tuple[Any, CallRecord]:
+        """One chat completion with retries of environmental failures; every attempt is recorded."""
+        for attempt in range(self.max_retries + 1):
+            started = time.perf_counter()
+            try:
+                response = await self._client(ep).chat.completions.create(model=ep.model, **kwargs)
+            except openai.APIError as exc:
+                error = classify(exc, role, ep, sent_format="response_format" in kwargs)
+                self.records.append(CallRecord(role, ep.model, schema, 0, 0, time.perf_counter() - started,
+                                               ok=False, error=str(error)))
+                if is_retryable(error) and attempt < self.max_retries:
+                    await asyncio.sleep(_backoff(exc, attempt))
+                    continue
+                raise error from exc
+            usage = getattr(response, "usage", None)
+            record = CallRecord(role, ep.model, schema, getattr(usage, "prompt_tokens", 0) or 0,
+                                getattr(usage, "completion_tokens", 0) or 0, time.perf_counter() - started,
+                                ok=True)
+            self.records.append(record)
+            return response, record
+        raise AssertionError("unreachable")
+
+
+def _first_message(response: Any) -> Any:
+    choices = getattr(response, "choices", None) or []
+    return choices[0].message if choices and choices[0].message is not None else _EMPTY
+
+
+def _tool_call_turn(content: str | None, calls: list[Any]) -> ToolTurn:
+    requests = [ToolCallRequest(id=c.id, name=c.function.name,
+                                arguments=parse_arguments(c.function.arguments)) for c in calls]
+    wire = [{"id": c.id, "type": "function",
+             "function": {"name": c.function.name, "arguments": c.function.arguments}} for c in calls]
+    return ToolTurn(tool_calls=requests,
+                    assistant_message={"role": "assistant", "content": content, "tool_calls": wire})
+
+
+def _output_error(role: str, schema: str, ep: Endpoint, message: Any, exc: InvalidAnswer) -> LLMOutputError:
+    began = (message.content or message.refusal or "")[:200]
+    return LLMOutputError(f"{role} gave an invalid {schema} answer twice (model {ep.model!r}, "
+                          f"{ep.tier} tier): {exc}; the answer began: {began!r}")
+
+
+def _backoff(exc: openai.APIError, attempt: int) -> float:
+    """Seconds to wait before retrying: the server's retry-after when given, else exponential."""
+    response = getattr(exc, "response", None)
+    header = response.headers.get("retry-after") if response is not None else None
+    try:
+        wait = float(header) if header else 0.25 * 2**attempt
+    except ValueError:
+        wait = 0.25 * 2**attempt
+    return min(max(wait, 0.0), 5.0)

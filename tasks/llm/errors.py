@@ -1,0 +1,72 @@
+"""Turn ``openai`` exceptions into artoo's error classes, with messages a person can act on.
+
+The loops only distinguish *configuration* (the person fixes a setting: bad key, unknown
+model) from *run failures* (the world or the request failed).  Each message names the
+role, tier, model and endpoint so a failed run says where to look.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import openai
+
+from config.errors import ConfigurationError, EnvironmentalFailure, RunFailure
+from tasks.llm.parsing import is_format_rejection
+
+_ENVIRONMENTAL_STATUS = {408, 409, 425, 429}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One resolved tier endpoint."""
+
+    tier: str
+    base_url: str
+    model: str
+    api_key: str
+    timeout_s: float
+
+    def env(self, field: str) -> str:
+        """The environment variables that set a field of this tier, e.g. BRAIN_MODEL / OPENAI_MODEL."""
+        return f"{self.tier.upper()}_{field} / OPENAI_{field}"
+
+
+class FormatRejected(Exception):
+    """The endpoint does not support the response_format sent (internal: triggers fallback)."""
+
+
+def _detail(exc: openai.APIError, limit: int = 300) -> str:
+    return " ".join(str(exc.message).split())[:limit]
+
+
+def classify(exc: openai.APIError, role: str, ep: Endpoint, sent_format: bool) -> Exception:
+    """The artoo error (or FormatRejected) that an openai APIError stands for."""
+    where = f"{role} ({ep.tier} tier, model {ep.model!r} at {ep.base_url})"
+    if isinstance(exc, openai.APITimeoutError):
+        return EnvironmentalFailure(f"{where}: the request timed out after {ep.timeout_s:g}s")
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc
+        return EnvironmentalFailure(
+            f"{where}: cannot connect to the endpoint ({type(cause).__name__}: {cause})")
+    if not isinstance(exc, openai.APIStatusError):
+        return EnvironmentalFailure(f"{where}: the endpoint returned an unreadable response: {_detail(exc)}")
+    status = exc.status_code
+    if status in (401, 403):
+        return ConfigurationError(
+            f"the endpoint rejected the API key for the {ep.tier} tier ({ep.env('API_KEY')}): "
+            f"HTTP {status} from {ep.base_url} for {role}: {_detail(exc)}")
+    if status == 404:
+        return ConfigurationError(
+            f"{where}: HTTP 404, the model is not served there or the URL is wrong; check "
+            f"{ep.env('MODEL')} and {ep.env('BASE_URL')}: {_detail(exc)}")
+    if sent_format and is_format_rejection(status, str(exc.message)):
+        return FormatRejected(f"HTTP {status}: {_detail(exc)}")
+    if status in _ENVIRONMENTAL_STATUS or status >= 500:
+        return EnvironmentalFailure(f"{where}: HTTP {status} from the endpoint: {_detail(exc)}")
+    return RunFailure(f"{where}: the endpoint refused the request with HTTP {status}: {_detail(exc)}")
+
+
+def is_retryable(error: Exception) -> bool:
+    """Only environmental failures are worth another try."""
+    return isinstance(error, EnvironmentalFailure)

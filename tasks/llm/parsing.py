@@ -1,0 +1,135 @@
+"""Pure rules for talking JSON with a model: request formats, answer parsing, repair.
+
+Kept free of I/O so every rule (fence stripping, which structured-output mode to send,
+what a repair prompt says) is tested table-driven without a server.  The HTTP client
+in ``client.py`` composes these.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from functools import cache
+
+from openai.lib._pydantic import to_strict_json_schema
+from pydantic import ValidationError
+
+from config.protocol import Answer
+from tasks.llm.base import answer_model
+
+MODES = ("json_schema", "json_object_schema", "json_object")
+"""Structured-output modes, best first: OpenAI strict json_schema; llama.cpp's json_object
+with a ``schema`` key (the schema's title set to the NAME); plain JSON mode with the schema
+described in a system message.  A tier falls back along this order when rejected."""
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
+_THINK = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema")
+
+
+class InvalidAnswer(Exception):
+    """The model's content is not a valid answer; the message says why."""
+
+
+@cache
+def _strict_schema(name: str) -> str:
+    return json.dumps(to_strict_json_schema(answer_model(name)))
+
+
+def strict_schema(name: str) -> dict:
+    """The strict JSON schema of a schema NAME (a fresh copy each call)."""
+    return copy.deepcopy(json.loads(_strict_schema(name)))
+
+
+def schema_note(name: str) -> str:
+    """The system-message text that names and spells out the schema in JSON mode."""
+    return (f'Answer with only one JSON object that validates against the JSON schema named "{name}" '
+            f"(no prose, no code fences):\n{_strict_schema(name)}")
+
+
+def with_system_note(messages: list[dict], note: str) -> list[dict]:
+    """Messages with ``note`` appended to the leading system message (or a new one in front)."""
+    if messages and messages[0].get("role") == "system" and isinstance(messages[0].get("content"), str):
+        first = {**messages[0], "content": messages[0]["content"] + "\n\n" + note}
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": note}, *messages]
+
+
+def structured_request(mode: str, name: str, messages: list[dict]) -> dict:
+    """The ``messages`` and ``response_format`` arguments for one structured request."""
+    if mode == "json_schema":
+        spec = {"name": name, "schema": strict_schema(name), "strict": True}
+        return {"messages": messages, "response_format": {"type": "json_schema", "json_schema": spec}}
+    noted = with_system_note(messages, schema_note(name))
+    if mode == "json_object_schema":
+        return {"messages": noted,
+                "response_format": {"type": "json_object", "schema": {**strict_schema(name), "title": name}}}
+    if mode == "json_object":
+        return {"messages": noted, "response_format": {"type": "json_object"}}
+    raise ValueError(f"unknown structured-output mode {mode!r}; known: {', '.join(MODES)}")
+
+
+def is_format_rejection(status: int, message: str) -> bool:
+    """Whether an HTTP error means the endpoint does not support the response_format sent."""
+    text = message.lower()
+    return status in (400, 422) and any(word in text for word in _FORMAT_WORDS)
+
+
+def strip_fences(text: str) -> str:
+    """The JSON inside a ```json fence (and after a <think> block); the text itself otherwise."""
+    text = _THINK.sub("", text).strip()
+    fenced = _FENCE.search(text)
+    return fenced.group(1).strip() if fenced else text
+
+
+def describe_validation(exc: ValidationError, limit: int = 5) -> str:
+    """A compact one-line account of a pydantic ValidationError."""
+    errors = exc.errors(include_url=False)
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors[:limit]]
+    more = f" (+{len(errors) - limit} more)" if len(errors) > limit else ""
+    return "; ".join(parts) + more
+
+
+def parse_answer(content: str | None, refusal: str | None, model: type[Answer]) -> Answer:
+    """Validate a model's content as ``model``; InvalidAnswer says what is wrong."""
+    if refusal:
+        raise InvalidAnswer(f"the model refused: {refusal}")
+    if content is None or not content.strip():
+        raise InvalidAnswer("the answer was empty")
+    text = strip_fences(content)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidAnswer(f"not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidAnswer(f"expected a JSON object, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidAnswer(f"does not match the schema: {describe_validation(exc)}") from None
+
+
+def parse_arguments(raw: str | None) -> dict:
+    """Tool-call arguments as a dict; {"_invalid": raw} when not a JSON object."""
+    try:
+        data = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {"_invalid": raw}
+    return data if isinstance(data, dict) else {"_invalid": raw}
+
+
+def repair_messages(messages: list[dict], name: str, content: str | None, reason: str) -> list[dict]:
+    """The conversation sent back for the one repair attempt."""
+    return [
+        *messages,
+        {"role": "assistant", "content": content or ""},
+        {"role": "user", "content": (
+            f"Your previous answer is not a valid {name} object: {reason}. "
+            f"Reply with only the corrected JSON object for the schema {name}, nothing else.")},
+    ]
+
+
+def normalize_tools(tools: list[dict]) -> list[dict]:
+    """Tools in the wire format; bare {name, description, parameters} dicts are wrapped."""
+    return [t if t.get("type") == "function" else {"type": "function", "function": t} for t in tools]

@@ -1,0 +1,120 @@
+"""Plan rules and the dispatcher: what code, not the model, guarantees about a plan.
+
+The planner's answer is a hypothesis written by a model; before anything runs, code
+checks it against the MUST NOT set and the structural rules (R2's plan validator), caps
+its size, and turns it into SubTasks.  Subtask ids are UUIDs made here (spec invariant:
+never by the LLM — the answer schema has no id field at all), and sequence numbers become
+ordered groups: same number in parallel, a later group sees the earlier groups' outputs.
+Everything here is pure: no I/O, no clock, only uuid4 for the ids.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from itertools import groupby
+
+from config.contracts import DispatchManifest, SubTask, SubTaskOutcome
+from config.protocol import PlanAnswer, PlannedSubTask
+from tasks.roles.prompting import as_text, cap, fence_untrusted
+
+MAX_SUBTASKS = 20
+"""Most subtasks one plan may dispatch (token cost: N parallel contexts)."""
+EARLIER_OUTPUT_CHARS = 2000
+"""Characters of each earlier subtask's output injected into a later group's context."""
+
+
+def _mentions(text: str, word: str) -> bool:
+    """True when ``word`` occurs in ``text`` as a whole token (case-insensitive)."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", text, re.IGNORECASE) is not None
+
+
+def _subtask_text(sub: PlannedSubTask) -> str:
+    return "\n".join([sub.intent, sub.context, *(c.criterion for c in sub.success_criteria)])
+
+
+def _subtask_problems(n: int, sub: PlannedSubTask, tools: list[str], targets: list[str]) -> list[str]:
+    problems = []
+    if sub.sequence < 1:
+        problems.append(f"subtask {n}: sequence {sub.sequence} is below 1")
+    if not any(c.criterion.strip() for c in sub.success_criteria):
+        problems.append(f"subtask {n} ({sub.intent!r}) has no success criteria")
+    text = _subtask_text(sub)
+    problems += [f"subtask {n} uses blocked tool {tool!r}" for tool in tools if _mentions(text, tool)]
+    lowered = text.casefold()
+    problems += [f"subtask {n} reuses blocked target {target!r}"
+                 for target in targets if target.casefold() in lowered]
+    return problems
+
+
+def validate_plan(plan: PlanAnswer, must_not_tools: set[str], must_not_targets: set[str]) -> list[str]:
+    """The plan's violations of the rules and the MUST NOT set; [] when it may be dispatched."""
+    if not plan.subtasks:
+        return ["the plan has no subtasks"]
+    problems = []
+    if len(plan.subtasks) > MAX_SUBTASKS:
+        problems.append(f"the plan has {len(plan.subtasks)} subtasks; at most {MAX_SUBTASKS} are allowed")
+    tools = sorted(t.strip() for t in must_not_tools if t and t.strip())
+    targets = sorted(t.strip() for t in must_not_targets if t and t.strip())
+    for n, sub in enumerate(plan.subtasks, 1):
+        problems += _subtask_problems(n, sub, tools, targets)
+    return problems
+
+
+def normalise_sequences(plan: PlanAnswer) -> PlanAnswer:
+    """Sequences renumbered densely 1..k keeping their order (gaps and duplicates are fine).
+
+    A plan cannot be circular: a sequence is a number, not a dependency edge, so ordering
+    by it always terminates.
+    """
+    rank = {seq: i for i, seq in enumerate(sorted({s.sequence for s in plan.subtasks}), 1)}
+    subtasks = [s.model_copy(update={"sequence": rank[s.sequence]}) for s in plan.subtasks]
+    return plan.model_copy(update={"subtasks": subtasks})
+
+
+def cap_plan(plan: PlanAnswer, limit: int = MAX_SUBTASKS) -> tuple[PlanAnswer, str | None]:
+    """At most ``limit`` subtasks, earliest sequences first, and a note saying what was dropped."""
+    if limit < 1:
+        raise ValueError(f"cap limit must be at least 1, got {limit}")
+    if len(plan.subtasks) <= limit:
+        return plan, None
+    kept = sorted(plan.subtasks, key=lambda s: s.sequence)[:limit]
+    note = (f"the plan had {len(plan.subtasks)} subtasks; only the first {limit} by sequence were kept "
+            f"({len(plan.subtasks) - limit} dropped)")
+    return plan.model_copy(update={"subtasks": kept}), note
+
+
+def dispatch(plan: PlanAnswer, task_id: str, round_no: int) -> tuple[DispatchManifest, list[list[SubTask]]]:
+    """SubTasks with fresh UUIDs, grouped by sequence in order, and the round's manifest."""
+    if not plan.subtasks:
+        raise ValueError("cannot dispatch a plan with no subtasks")
+    if len(plan.subtasks) > MAX_SUBTASKS:
+        raise ValueError(f"cannot dispatch {len(plan.subtasks)} subtasks (max {MAX_SUBTASKS}); "
+                         "cap_plan first")
+    if round_no < 1:
+        raise ValueError(f"round numbers start at 1, got {round_no}")
+    ordered = sorted(normalise_sequences(plan).subtasks, key=lambda s: s.sequence)
+    groups = []
+    for _, members in groupby(ordered, key=lambda s: s.sequence):
+        groups.append([SubTask(subtask_id=str(uuid.uuid4()), parent_task_id=task_id, intent=s.intent,
+                               context=s.context, sequence=s.sequence,
+                               success_criteria=[c.model_copy() for c in s.success_criteria])
+                       for s in members])
+    manifest = DispatchManifest(task_id=task_id, round=round_no,
+                                subtask_ids=[s.subtask_id for g in groups for s in g],
+                                task_criteria=[c.model_copy() for c in plan.task_criteria])
+    return manifest, groups
+
+
+def group_context(base: str, earlier: list[SubTaskOutcome]) -> str:
+    """``base`` plus each earlier outcome's output, fenced as untrusted data and capped."""
+    if not earlier:
+        return base
+    blocks = []
+    for outcome in earlier:
+        label = f"earlier step output: {outcome.intent or outcome.subtask_id}"
+        text = cap(as_text(outcome.output) if outcome.output is not None else "", EARLIER_OUTPUT_CHARS)
+        blocks.append(f"Earlier step ({outcome.status}): {outcome.intent or outcome.subtask_id}\n"
+                      + fence_untrusted(label, text))
+    header = "Outputs of the earlier steps this step builds on:"
+    return "\n\n".join(part for part in (base.strip(), header, *blocks) if part)

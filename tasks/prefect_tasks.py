@@ -1,0 +1,99 @@
+"""Thin Prefect task wrappers around the roles: names, logs and bus publishing only.
+
+Each wrapper looks up the live runtime, calls one role function, publishes the message
+that role sends, and returns it.  No decision is made here: the logic lives in the
+pure role modules and the GGS, so it can be tested without Prefect.  Task names are a
+product surface: they are what a person reads in the run graph.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.logging import get_run_logger
+
+from config.contracts import (
+    CorrectionSignal,
+    DispatchManifest,
+    ExecutionResult,
+    OutcomeSummary,
+    PlanDirective,
+    ReplanRequest,
+    SubTask,
+    SubTaskOutcome,
+    TaskSpec,
+)
+from config.protocol import AgentVerdict, PlanAnswer, TaskVerdict
+from tasks.roles import agent_validator, executor, meta_validator, perceiver, planner
+from tasks.runtime import get_runtime
+
+ROLE_TASK = {"cache_policy": NO_CACHE, "retries": 0, "persist_result": False}
+
+
+@task(name="R1 · perceive", **ROLE_TASK)
+async def perceive_task(runtime_id: str, raw_input: str, history: list[dict]) -> TaskSpec:
+    """R1: turn the request into a TaskSpec and send it to R2."""
+    rt = get_runtime(runtime_id)
+    spec = await perceiver.perceive(rt.llm, raw_input, history)
+    get_run_logger().info("task %s: %s", spec.task_id, spec.intent)
+    return spec
+
+
+@task(name="R2 · plan", task_run_name="R2 · plan{suffix}", **ROLE_TASK)
+async def plan_task(runtime_id: str, spec: TaskSpec, calibration_block: str, directive: PlanDirective | None,
+                    must_not_tools: set[str], must_not_targets: set[str], prior_summary: str,
+                    problems: list[str] | None, suffix: str = "") -> PlanAnswer:
+    """R2: ask the planner for a plan under the MUST NOT set (suffix names a re-ask)."""
+    rt = get_runtime(runtime_id)
+    answer = await planner.plan(rt.llm, spec, calibration_block, directive, must_not_tools, must_not_targets,
+                                prior_summary, problems)
+    get_run_logger().info("plan: %d subtasks, %d task criteria", len(answer.subtasks), len(answer.task_criteria))
+    return answer
+
+
+@task(name="execute", task_run_name="execute · attempt {attempt}", **ROLE_TASK)
+async def execute_task(runtime_id: str, subtask: SubTask, toolbox: Any, correction: CorrectionSignal | None,
+                       attempt: int) -> ExecutionResult:
+    """R3: one execution attempt; the result goes to R4a."""
+    rt = get_runtime(runtime_id)
+    started = time.perf_counter()
+    result = await executor.execute(rt.llm, subtask, toolbox, correction, rt.settings.tools.max_tool_calls)
+    rt.tool_seconds += max(0.0, time.perf_counter() - started)
+    logger = get_run_logger()
+    logger.info("attempt %d: %s, %d tool calls", attempt, result.status, len(result.tool_calls))
+    for entry in result.tool_calls:
+        logger.info("  %s", entry)
+    rt.bus.publish(result, "R3", "R4a", subtask.subtask_id)
+    return result
+
+
+@task(name="validate", task_run_name="validate · attempt {attempt}", **ROLE_TASK)
+async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResult, attempt: int) -> AgentVerdict:
+    """R4a: score one attempt's evidence against the subtask's criteria."""
+    rt = get_runtime(runtime_id)
+    answer = await agent_validator.judge(rt.llm, subtask, result)
+    logger = get_run_logger()
+    for v in answer.verdicts:
+        logger.info("  %s %s%s", "PASS" if v.verdict == "pass" else "FAIL", v.criterion,
+                    f" ({v.failure_class})" if v.failure_class else "")
+    return answer
+
+
+@task(name="R4b · meta-validate", **ROLE_TASK)
+async def meta_validate_task(runtime_id: str, manifest: DispatchManifest, outcomes: list[SubTaskOutcome],
+                             merged: Any) -> TaskVerdict:
+    """R4b: judge the task criteria against the merged output (only when every subtask matched)."""
+    rt = get_runtime(runtime_id)
+    answer = await meta_validator.judge_task(rt.llm, manifest, outcomes, merged)
+    logger = get_run_logger()
+    for v in answer.verdicts:
+        logger.info("  %s %s", "PASS" if v.verdict == "pass" else "FAIL", v.criterion)
+    return answer
+
+
+def publish_r4b(runtime_id: str, message: OutcomeSummary | ReplanRequest) -> None:
+    """R4b's message always goes to the GGS (R7), never to R2."""
+    get_runtime(runtime_id).bus.publish(message, "R4b", "R7")

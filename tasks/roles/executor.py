@@ -1,0 +1,106 @@
+"""R3 — Executor: the plant of the fast loop, one subtask through a tool-calling loop.
+
+The model chooses tools; code runs them and records the evidence.  Each ``tool_calls``
+entry is the toolbox's own ``name: input → firstN(output, 200)`` line, never text the
+model wrote, so R4a judges against what really happened (Law 0).  Tool output returns to
+the model fenced as untrusted data.  Code also bounds the attempt: at most
+``max_tool_calls`` calls, and the same call twice in a row ends it — both end as
+``uncertain`` with the reason, never as a claimed success.  The executor never retries on
+its own; a retry is R4a's CorrectionSignal, stated in the next attempt's prompt.
+"""
+
+from __future__ import annotations
+
+import json
+
+from config.contracts import CorrectionSignal, ExecutionResult, SubTask
+from tasks.roles.prompting import fence_untrusted, numbered, system, user
+
+ROLE = """Role R3, Executor. Carry out ONE subtask by calling tools, then report honestly.
+Tool priority chain (use the highest applicable tool):
+1. locate — personal files anywhere in the user's home; always use it for files outside the project.
+2. glob — project files by filename pattern, recursive within the project root.
+3. read_file / write_file — read one file; write generated output into the artoo workspace.
+4. shell — bash for counting, aggregation, or operations the tools above do not cover.
+5. search — web search.
+Rules:
+- Never pretend a tool ran or invent its output; the recorded tool calls are the evidence of your work.
+- Do not repeat a call that already answered; two identical calls in a row end the attempt.
+- When done, call no more tools and answer with only a JSON object:
+  {"status": "completed" | "uncertain" | "failed", "output": "<the result itself: the data, paths, counts>"}
+  completed: the subtask is done; uncertain: you are not sure it is; failed: it could not be done.
+  Put the concrete result in output, not a description of it."""
+
+
+def _correction_block(correction: CorrectionSignal) -> str:
+    tried = "\n".join(f"- {c}" for c in correction.prior_tool_calls) or "- (none recorded)"
+    unmet = "\n".join(f"- {c}" for c in correction.unmet_criteria) or "- (not stated)"
+    return "\n".join([
+        f"RETRY: attempt {correction.attempt} fell short ({correction.failure_class} failure).",
+        f"Unmet criteria:\n{unmet}",
+        f"What was wrong: {correction.what_was_wrong or '(not stated)'}",
+        f"What to do: {correction.what_to_do or '(not stated)'}",
+        "Tool calls already tried — do not repeat them:",
+        fence_untrusted("previous attempt tool calls", tried),
+        "Use a different approach from the previous attempt, and keep to the output format above.",
+    ])
+
+
+def messages_for(subtask: SubTask, correction: CorrectionSignal | None) -> list[dict]:
+    """R3's opening prompt: intent, context, criteria, and on retry the CorrectionSignal."""
+    parts = [f"Subtask intent: {subtask.intent}",
+             f"Context:\n{subtask.context.strip() or '(none)'}",
+             f"Success criteria the result will be checked against:\n{numbered(subtask.success_criteria)}"]
+    if correction is not None:
+        parts.append(_correction_block(correction))
+    return [system(ROLE), user("\n\n".join(parts))]
+
+
+def _signature(name: str, arguments: dict) -> str:
+    return name + json.dumps(arguments, sort_keys=True, default=str)
+
+
+def _tool_message(call_id: str, name: str, result) -> dict:
+    status = "ok" if result.ok else f"failed ({result.failure_class or 'unclassified'})"
+    content = f"tool {name} status: {status}\n" + fence_untrusted(f"{name} output", result.output)
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def _stopped(subtask: SubTask, reason: str, evidence: list[str], last_text: str | None) -> ExecutionResult:
+    output = f"stopped before a final answer: {reason}"
+    if last_text and last_text.strip():
+        output += f"\nlast executor note: {last_text.strip()}"
+    return ExecutionResult(subtask_id=subtask.subtask_id, status="uncertain", output=output,
+                           tool_calls=evidence)
+
+
+async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal | None,
+                  max_tool_calls: int = 10) -> ExecutionResult:
+    """One attempt at a subtask; LLM EnvironmentalFailure propagates to the fast loop."""
+    if max_tool_calls < 1:
+        raise ValueError(f"max_tool_calls must be at least 1, got {max_tool_calls}")
+    messages = messages_for(subtask, correction)
+    evidence: list[str] = []
+    previous: str | None = None
+    while True:
+        turn = await llm.tool_turn("R3", messages, toolbox.specs())
+        note = turn.assistant_message.get("content") if isinstance(turn.assistant_message, dict) else None
+        if not turn.tool_calls:
+            if turn.final is None:
+                return _stopped(subtask, "the model gave neither a tool call nor a final answer",
+                                evidence, note)
+            return ExecutionResult(subtask_id=subtask.subtask_id, status=turn.final.status,
+                                   output=turn.final.output, tool_calls=evidence)
+        messages.append(turn.assistant_message)
+        for call in turn.tool_calls:
+            signature = _signature(call.name, call.arguments)
+            if signature == previous:
+                return _stopped(subtask, f"the same call was requested twice in a row: {call.name} "
+                                         f"{json.dumps(call.arguments, default=str)[:200]}", evidence, note)
+            if len(evidence) >= max_tool_calls:
+                return _stopped(subtask, f"the tool-call limit of {max_tool_calls} was reached",
+                                evidence, note)
+            previous = signature
+            result = await toolbox.call(call.name, call.arguments)
+            evidence.append(result.evidence)
+            messages.append(_tool_message(call.id, call.name, result))

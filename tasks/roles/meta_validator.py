@@ -1,0 +1,136 @@
+"""R4b — Meta-Validator: the fan-in gate and the sensor of the medium loop.
+
+R4b merges the matched outputs into concrete data, asks the brain model whether every
+task criterion holds, and decides: an OutcomeSummary only when every subtask matched AND
+every task criterion passed; otherwise a ReplanRequest for the GGS (never for R2).  The
+gates are code: when any subtask failed the model is not asked at all (``needs_llm``),
+and a task criterion the model did not address counts as failed — ambiguity rejects.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from config.contracts import (
+    CriterionVerdict,
+    DispatchManifest,
+    OutcomeSummary,
+    ReplanRequest,
+    SubTaskOutcome,
+)
+from config.protocol import TaskVerdict
+from tasks.roles.prompting import (
+    align_verdicts,
+    as_text,
+    cap,
+    criterion_key,
+    fence_untrusted,
+    numbered,
+    system,
+    user,
+)
+
+MERGED_CHARS = 8000
+"""Characters of the merged output shown to the model."""
+EVIDENCE_CHARS = 1500
+"""Characters of one subtask's tool evidence shown to the model."""
+
+ROLE = """Role R4b, Meta-Validator. Decide whether the COMBINED result meets every task criterion.
+- Judge each task criterion against the merged output and the recorded tool evidence; the merged output
+  is what the executors produced, so trust the tool evidence over any claim in it.
+- Accept a criterion only when the evidence clearly shows it. When the evidence is ambiguous, fail it:
+  the default is REJECT. The task is accepted only when ALL task criteria pass.
+- For every criterion: the criterion text copied exactly, verdict pass or fail, the evidence, and when
+  failing a failure_class (logical: the approach or plan was wrong; environmental: the world blocked it).
+- summary: one honest paragraph for the user on what was achieved and what is missing."""
+
+
+def _data(value: Any) -> Any:
+    """A string holding a JSON object or array becomes that data; anything else stays as it is."""
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def merge_outputs(outcomes: list[SubTaskOutcome]) -> dict:
+    """The matched outputs as data keyed by subtask intent, in the order given (sequence order)."""
+    merged: dict[str, Any] = {}
+    for outcome in outcomes:
+        if outcome.status != "matched":
+            continue
+        key = outcome.intent.strip() or outcome.subtask_id
+        n = 2
+        while key in merged:
+            key = f"{outcome.intent.strip() or outcome.subtask_id} ({n})"
+            n += 1
+        merged[key] = _data(outcome.output)
+    return merged
+
+
+def needs_llm(outcomes: list[SubTaskOutcome]) -> bool:
+    """True only when there are outcomes and every one matched (R4b's model is never asked otherwise)."""
+    return bool(outcomes) and all(o.status == "matched" for o in outcomes)
+
+
+def messages_for(manifest: DispatchManifest, outcomes: list[SubTaskOutcome], merged: dict) -> list[dict]:
+    """R4b's prompt: the task criteria, the merged output and each subtask's evidence, fenced."""
+    evidence = "\n\n".join(
+        f"[{o.status}] {o.intent or o.subtask_id}\n" + cap("\n".join(o.tool_calls) or "(no tool calls)",
+                                                           EVIDENCE_CHARS)
+        for o in outcomes)
+    content = "\n\n".join([
+        f"Task criteria (about the combined output):\n{numbered(manifest.task_criteria)}",
+        "Merged output:\n" + fence_untrusted("merged output", cap(as_text(merged), MERGED_CHARS)),
+        "Tool evidence per subtask, recorded by code:\n" + fence_untrusted("subtask evidence", evidence),
+    ])
+    return [system(ROLE, "TaskVerdict"), user(content)]
+
+
+async def judge_task(llm, manifest: DispatchManifest, outcomes: list[SubTaskOutcome],
+                     merged: dict) -> TaskVerdict:
+    """Ask the brain model for task-criteria verdicts (role R4b, schema ``TaskVerdict``)."""
+    return await llm.structured("R4b", "TaskVerdict", messages_for(manifest, outcomes, merged))
+
+
+def task_verdicts(manifest: DispatchManifest, answer: TaskVerdict) -> list[CriterionVerdict]:
+    """One verdict per task criterion, by text; a criterion the model skipped fails."""
+    return align_verdicts(manifest.task_criteria, answer.verdicts)
+
+
+def _unverified(manifest: DispatchManifest, verdicts: list[CriterionVerdict] | None) -> list[str]:
+    """Task criteria without a passing verdict (all of them when R4b's model was not asked)."""
+    passed = {criterion_key(v.criterion) for v in verdicts or [] if v.verdict == "pass"}
+    return [c.criterion for c in manifest.task_criteria if criterion_key(c.criterion) not in passed]
+
+
+def _gap_summary(failed: list[SubTaskOutcome], verdicts: list[CriterionVerdict] | None,
+                 unverified: list[str], summary: str) -> str:
+    lines = [f"subtask '{o.intent or o.subtask_id}' failed: {o.failure_reason or 'no reason given'}"
+             for o in failed]
+    by_key = {criterion_key(v.criterion): v for v in verdicts or []}
+    for criterion in unverified:
+        verdict = by_key.get(criterion_key(criterion))
+        why = verdict.evidence if verdict is not None and verdict.evidence else "not evaluated"
+        lines.append(f"task criterion not met: {criterion} ({why})")
+    if summary.strip():
+        lines.append(summary.strip())
+    return "\n".join(lines) or "no subtask outcome was received"
+
+
+def decide(task_id: str, manifest: DispatchManifest, outcomes: list[SubTaskOutcome], merged: dict,
+           verdicts: list[CriterionVerdict] | None, summary: str) -> OutcomeSummary | ReplanRequest:
+    """Accept only when every outcome matched and every task criterion passed; else a ReplanRequest."""
+    failed = [o for o in outcomes if o.status != "matched"]
+    matched = [o for o in outcomes if o.status == "matched"]
+    unverified = _unverified(manifest, verdicts)
+    if outcomes and not failed and not unverified:
+        return OutcomeSummary(task_id=task_id, merged_output=merged, summary=summary, outcomes=list(outcomes),
+                              task_criteria_verdicts=list(verdicts or []))
+    return ReplanRequest(task_id=task_id, failed_outcomes=failed, matched_outcomes=matched,
+                         task_criteria_verdicts=list(verdicts or []),
+                         gap_summary=_gap_summary(failed, verdicts, unverified, summary),
+                         merged_output=merged)

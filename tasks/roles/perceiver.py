@@ -1,0 +1,60 @@
+"""R1 — Perceiver: the user's words, carried into the system with full fidelity.
+
+R1 is a receiver, not a resolver: it restates the goal without narrowing, expanding or
+judging feasibility, and it never writes success criteria (those are R2's).  The model
+only proposes ``task_id``/``intent``/``constraints``; code keeps the verbatim input and
+makes the id a safe short snake_case name, because ids end up in file names and tags.
+"""
+
+from __future__ import annotations
+
+import re
+
+from config.contracts import TaskSpec
+from tasks.roles.prompting import fence_untrusted, system, user
+
+HISTORY_TURNS = 5
+"""Session context: the last this-many {input, summary} pairs."""
+TASK_ID_MAX = 40
+"""Longest task_id kept."""
+
+ROLE = """Role R1, Perceiver. Translate the user's request into a TaskSpec.
+- task_id: a short snake_case name for the task (a few words).
+- intent: the user's goal, faithfully restated. Do not narrow, expand, reframe or judge feasibility.
+  Resolve references such as "do it again", "that file" or "wrong" against the session history,
+  so the intent stands on its own.
+- constraints.scope: where the work may happen (a folder, a project) only if the user said so, else null.
+- constraints.deadline: an ISO8601 deadline only if the user gave one, else null.
+Never add success criteria, tool choices or execution strategies: planning is another role's job."""
+
+
+def sanitise_task_id(raw: str) -> str:
+    """Lower-case ``[a-z0-9_]``, at most 40 characters, ``task`` when nothing is left."""
+    slug = re.sub(r"[^a-z0-9]+", "_", raw.lower()).strip("_")
+    slug = slug[:TASK_ID_MAX].rstrip("_")
+    return slug or "task"
+
+
+def _history_block(history: list[dict]) -> str:
+    turns = history[-HISTORY_TURNS:]
+    if not turns:
+        return "Session history: none (this is the first request)."
+    lines = [f"Turn {i}: user said: {t.get('input', '')!s}\n        result: {t.get('summary', '')!s}"
+             for i, t in enumerate(turns, 1)]
+    return "Session history, oldest first:\n" + fence_untrusted("session history", "\n".join(lines))
+
+
+def messages_for(raw_input: str, history: list[dict]) -> list[dict]:
+    """R1's prompt: the laws and role, the session history (fenced), then the request."""
+    return [system(ROLE, "TaskSpec"),
+            user(f"{_history_block(history)}\n\nThe user's request, verbatim:\n{raw_input}")]
+
+
+async def perceive(llm, raw_input: str, history: list[dict]) -> TaskSpec:
+    """Turn free text (plus the last 5 turns) into a TaskSpec; ValueError on an empty request."""
+    if not raw_input or not raw_input.strip():
+        raise ValueError("empty request: there is nothing to do")
+    answer = await llm.structured("R1", "TaskSpec", messages_for(raw_input, history))
+    intent = answer.intent.strip() or raw_input.strip()
+    return TaskSpec(task_id=sanitise_task_id(answer.task_id), intent=intent,
+                    constraints=answer.constraints, raw_input=raw_input)

@@ -1,0 +1,115 @@
+"""R2 — Planner: the actuator of the medium loop, turning a TaskSpec into a plan.
+
+R2 owns the path to the user's goal: it writes task criteria about the combined output,
+subtasks with concrete checkable criteria, and sequence numbers.  On a replan it acts
+under the GGS's PlanDirective — the directive, its urgency and the MUST NOT set are stated
+in the prompt so the model knows exactly what it may no longer do; code (plan_rules)
+then checks the answer, and ``problems`` lets the flow re-ask once with the violations.
+The prompt is built by pure functions so it can be inspected without a model.
+"""
+
+from __future__ import annotations
+
+from config.contracts import PlanDirective, TaskSpec
+from config.protocol import PlanAnswer
+from tasks.roles.prompting import fence_untrusted, system, user
+
+TOOLS = """Tools the executor has, in priority order (it picks the highest applicable):
+1. locate — find personal files anywhere in the user's home (fast index). Use for files outside the project.
+2. glob — find project files by filename pattern, recursively within the project root.
+3. read_file / write_file — read one file; write generated output into the artoo workspace.
+4. shell — bash for counting, aggregation, or anything the tools above do not cover.
+5. search — web search."""
+
+ROLE = f"""Role R2, Planner. Turn the task into a plan for executor agents.
+{TOOLS}
+
+Rules:
+- task_criteria: assertions about the COMBINED output of all subtasks, checkable from that output.
+- Each subtask: an intent, a context with everything the executor needs beyond the intent
+  (paths, formats, constraints, what earlier steps provide), and success_criteria.
+- success_criteria: concrete, checkable assertions about that subtask's output (a file exists at a path,
+  a count is a number, a list names N items) — never a restatement of the intent.
+  mode "verifiable" when a tool result can prove it; "plausible" when it can only be judged.
+- sequence: subtasks with the same number run in parallel; a higher number runs later and receives the
+  earlier outputs in its context. Use the fewest subtasks that do the job (at most 20).
+- Honour the MUST NOT set: never use, name or suggest a blocked tool anywhere in a subtask, and never
+  reuse a blocked target (path, query, URL) as a tool input.
+- Memory lines marked SHOULD PREFER are approaches that worked before; MUST NOT lines failed before."""
+
+DIRECTIVE_MEANING = {
+    "refine": "the approach is sound and improving: keep it, tighten parameters, avoid the blocked targets.",
+    "change_path": "the approach is sound but the environment blocked it: keep the method, "
+                   "use different targets (other paths, queries, sources).",
+    "change_approach": "the approach is wrong: switch to a different method; the blocked tools are out.",
+    "break_symmetry": "stuck with a wrong approach: use a tool class not used before; "
+                      "every tool of the failing subtasks is blocked.",
+}
+"""What each GGS directive asks of the next plan."""
+
+URGENCY = {
+    "low": "URGENCY: LOW — the loss is improving: apply the directive with latitude and keep what works.",
+    "normal": "URGENCY: NORMAL — apply the directive as stated.",
+    "high": "URGENCY: HIGH — the loss is worsening: apply the directive aggressively; "
+            "change substantially, do not repeat anything close to the last plan.",
+}
+"""∇L's sign as a modulator, worded for the planner."""
+
+
+def must_not_block(tools: set[str], targets: set[str]) -> str:
+    """The MUST NOT set as prompt text (always present, ``none`` when empty)."""
+    tool_list = ", ".join(sorted(tools)) or "none"
+    target_list = "\n".join(f"  - {t}" for t in sorted(targets)) or "  - none"
+    return f"MUST NOT set:\nBlocked tools: {tool_list}\nBlocked targets:\n{target_list}"
+
+
+def directive_block(directive: PlanDirective) -> str:
+    """A replan directive as prompt text: what, why, the loss numbers and the urgency."""
+    loss = directive.loss
+    return "\n".join([
+        f"REPLAN DIRECTIVE from the controller: {directive.directive} — "
+        f"{DIRECTIVE_MEANING[directive.directive]}",
+        f"Previous directive: {directive.prev_directive}",
+        f"Failure class: {directive.failure_class}",
+        f"Most persistent failing criterion: {directive.failed_criterion or '(none named)'}",
+        f"Rationale: {directive.rationale or '(none given)'}",
+        f"Blocked tools: {', '.join(directive.blocked_tools) or 'none'}",
+        f"Blocked targets: {', '.join(directive.blocked_targets) or 'none'}",
+        f"Loss: D={loss.D:.3f} P={loss.P:.3f} Omega={loss.Omega:.3f} L={loss.L:.3f} "
+        f"gradL={directive.grad_l:+.3f} budget_pressure={directive.budget_pressure:.3f}",
+        URGENCY[directive.urgency],
+    ])
+
+
+def _task_block(spec: TaskSpec) -> str:
+    constraints = spec.constraints
+    return (f"Task id: {spec.task_id}\nIntent: {spec.intent}\n"
+            f"Scope: {constraints.scope or 'not stated'}\nDeadline: {constraints.deadline or 'not stated'}\n"
+            f"The user's words: {spec.raw_input or spec.intent}")
+
+
+def messages_for(spec: TaskSpec, calibration_block: str, directive: PlanDirective | None,
+                 must_not_tools: set[str], must_not_targets: set[str],
+                 prior_outcomes_summary: str = "", problems: list[str] | None = None) -> list[dict]:
+    """R2's prompt: the task, memory calibration, MUST NOT set, directive, prior outcomes, problems."""
+    parts = [_task_block(spec),
+             f"Memory calibration:\n{calibration_block.strip() or '(no relevant memory)'}",
+             must_not_block(must_not_tools, must_not_targets)]
+    if directive is not None:
+        parts.append(directive_block(directive))
+    if prior_outcomes_summary.strip():
+        parts.append("What the previous rounds achieved and where they fell short:\n"
+                     + fence_untrusted("previous rounds", prior_outcomes_summary))
+    if problems:
+        parts.append("Your previous plan was REJECTED by the plan rules. Fix every problem:\n"
+                     + "\n".join(f"- {p}" for p in problems))
+    return [system(ROLE, "Plan"), user("\n\n".join(parts))]
+
+
+async def plan(llm, spec: TaskSpec, calibration_block: str, directive: PlanDirective | None,
+               must_not_tools: set[str], must_not_targets: set[str], prior_outcomes_summary: str = "",
+               problems: list[str] | None = None) -> PlanAnswer:
+    """Ask the brain model for a plan (schema ``Plan``); validation is the caller's, via plan_rules."""
+    messages = messages_for(spec, calibration_block, directive, must_not_tools, must_not_targets,
+                            prior_outcomes_summary, problems)
+    return await llm.structured("R2", "Plan", messages)

@@ -1,0 +1,56 @@
+"""Process-local runtime objects a task run needs but Prefect must not serialise.
+
+Flow and task parameters are recorded by the Prefect API, so live objects (the LLM
+client, the memory store, the bus, the Law-1 gate) stay in this registry and runs
+receive only a ``runtime_id``.  One Runtime serves one ``artoo-task`` run.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from config.settings import Settings
+from tasks.bus import Bus
+
+
+@dataclass
+class Runtime:
+    """Everything the roles' tasks need for one task run."""
+
+    settings: Settings
+    llm: Any
+    """An implementation of tasks.llm LLM protocol."""
+    store: Any | None
+    """The MemoryStore, or None when memory is unavailable."""
+    bus: Bus
+    workspace: Path
+    gate: Callable[[Any], Awaitable[bool]]
+    """Law-1 confirmation: awaits a PendingAction, True only on an explicit approval."""
+    law1_events: list[str] = field(default_factory=list)
+    """Every Law-1 decision of the run, e.g. ``approved: rm x`` / ``denied: rm x``."""
+    tool_seconds: float = 0.0
+    """Wall time spent inside tools (cost report)."""
+
+
+_REGISTRY: dict[str, Runtime] = {}
+
+
+def register(runtime: Runtime) -> str:
+    """Keep a runtime and return its id."""
+    runtime_id = uuid.uuid4().hex
+    _REGISTRY[runtime_id] = runtime
+    return runtime_id
+
+
+def get_runtime(runtime_id: str) -> Runtime:
+    """The runtime of a live run (KeyError means the run is not in this process)."""
+    return _REGISTRY[runtime_id]
+
+
+def drop(runtime_id: str) -> None:
+    """Forget a finished run's runtime."""
+    _REGISTRY.pop(runtime_id, None)

@@ -1,0 +1,83 @@
+"""Builders for scripted LLM scenarios, so each loop test reads as its story.
+
+A scenario is the scripted server's input: per schema NAME a queue of answers, and the
+``tools`` queue of executor turns.  These helpers only build literal JSON; the server,
+the client and the loops are all real.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def crit(text: str, mode: str = "verifiable") -> dict:
+    """A criterion object."""
+    return {"criterion": text, "mode": mode}
+
+
+def subtask(intent: str, criteria: list[str], sequence: int = 1, context: str = "") -> dict:
+    """A planned subtask."""
+    return {"sequence": sequence, "intent": intent, "context": context, "success_criteria": [crit(c) for c in criteria]}
+
+
+def plan(subtasks: list[dict], task_criteria: list[str], **entry: Any) -> dict:
+    """A Plan answer entry."""
+    return {"answer": {"task_criteria": [crit(c) for c in task_criteria], "subtasks": subtasks}, **entry}
+
+
+def spec(task_id: str, intent: str) -> dict:
+    """A TaskSpec answer entry."""
+    return {"answer": {"task_id": task_id, "intent": intent, "constraints": {"scope": None, "deadline": None}}}
+
+
+def call(name: str, match: str | None = None, latency_s: float | None = None, **arguments: Any) -> dict:
+    """An executor turn calling one tool."""
+    entry: dict = {"tool_calls": [{"name": name, "arguments": arguments}]}
+    if match:
+        entry["match"] = match
+    if latency_s is not None:
+        entry["latency_s"] = latency_s
+    return entry
+
+
+def done(output: str, status: str = "completed", match: str | None = None, latency_s: float | None = None) -> dict:
+    """An executor's final ExecutionResult turn."""
+    entry: dict = {"answer": {"status": status, "output": output}}
+    if match:
+        entry["match"] = match
+    if latency_s is not None:
+        entry["latency_s"] = latency_s
+    return entry
+
+
+def verdict(criterion: str, ok: bool, failure_class: str | None = None, evidence: str = "") -> dict:
+    """One verdict object."""
+    return {"criterion": criterion, "verdict": "pass" if ok else "fail",
+            "failure_class": None if ok else (failure_class or "logical"), "evidence": evidence or "see tool calls"}
+
+
+def agent(*verdicts: dict, wrong: str | None = None, todo: str | None = None, match: str | None = None) -> dict:
+    """An AgentVerdict answer entry."""
+    entry: dict = {"answer": {"verdicts": list(verdicts), "what_was_wrong": wrong, "what_to_do": todo}}
+    if match:
+        entry["match"] = match
+    return entry
+
+
+def task_verdict(*verdicts: dict, summary: str = "done") -> dict:
+    """A TaskVerdict answer entry."""
+    return {"answer": {"verdicts": list(verdicts), "summary": summary}}
+
+
+def scenario(**queues: list[dict]) -> dict:
+    """Assemble the scenario (keyword ``tools`` is the executor queue)."""
+    return {"answers": {name: entries for name, entries in queues.items() if entries}}
+
+
+def requests_by_schema(server) -> dict[str, int]:
+    """How many requests the scripted server saw per schema NAME."""
+    counts: dict[str, int] = {}
+    for request in server.requests:
+        name = request.get("schema") or request.get("name")
+        counts[name] = counts.get(name, 0) + 1
+    return counts

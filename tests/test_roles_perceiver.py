@@ -1,0 +1,73 @@
+"""R1: task_id sanitised by code, raw input carried verbatim, session history in the prompt."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from config.contracts import TaskSpec
+from tasks.llm.fake import ScriptedLLM
+from tasks.roles.perceiver import perceive, sanitise_task_id
+from tasks.roles.prompting import FENCE_OPEN
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("count_lines", "count_lines"),
+    ("Count Lines In README", "count_lines_in_readme"),
+    ("count-lines.v2!", "count_lines_v2"),
+    ("__weird__  id__", "weird_id"),
+    ("", "task"),
+    ("!!!", "task"),
+    ("日本語", "task"),
+    ("a" * 60, "a" * 40),
+    ("abc_" + "d" * 35 + "_efgh", "abc_" + "d" * 35),
+])
+def test_sanitise_task_id(raw, expected):
+    got = sanitise_task_id(raw)
+    assert got == expected
+    assert len(got) <= 40
+
+
+def answer(task_id="Find My Notes!", intent="find the notes file", scope=None):
+    return {"task_id": task_id, "intent": intent, "constraints": {"scope": scope, "deadline": None}}
+
+
+def test_perceive_sanitises_id_and_keeps_raw_input():
+    llm = ScriptedLLM({"TaskSpec": [answer(scope="~/docs")]})
+    raw = "  find my notes in ~/docs, please  "
+    spec = asyncio.run(perceive(llm, raw, []))
+    assert isinstance(spec, TaskSpec)
+    assert spec.task_id == "find_my_notes"
+    assert spec.raw_input == raw
+    assert spec.intent == "find the notes file"
+    assert spec.constraints.scope == "~/docs"
+    call = llm.calls[0]
+    assert call["role"] == "R1" and call["schema"] == "TaskSpec"
+    assert raw in call["messages"][-1]["content"]
+    assert "Never deceive" in call["messages"][0]["content"]
+
+
+def test_perceive_puts_only_the_last_five_turns_in_a_fence():
+    history = [{"input": f"request {i}", "summary": f"result {i}"} for i in range(1, 8)]
+    llm = ScriptedLLM({"TaskSpec": [answer()]})
+    asyncio.run(perceive(llm, "do it again", history))
+    prompt = llm.calls[0]["messages"][-1]["content"]
+    assert "request 1" not in prompt and "request 2" not in prompt
+    for i in range(3, 8):
+        assert f"request {i}" in prompt and f"result {i}" in prompt
+    assert prompt.index(FENCE_OPEN) < prompt.index("request 3")
+
+
+def test_perceive_falls_back_to_the_request_when_the_intent_is_blank():
+    llm = ScriptedLLM({"TaskSpec": [answer(intent="  ")]})
+    spec = asyncio.run(perceive(llm, "list my photos", []))
+    assert spec.intent == "list my photos"
+
+
+@pytest.mark.parametrize("raw", ["", "   \n"])
+def test_perceive_refuses_an_empty_request_without_calling_the_model(raw):
+    llm = ScriptedLLM({"TaskSpec": [answer()]})
+    with pytest.raises(ValueError, match="empty request"):
+        asyncio.run(perceive(llm, raw, []))
+    assert llm.calls == []
