@@ -133,21 +133,71 @@ def audit(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Print the Auditor's current report."""
-    if ctx.invoked_subcommand is None:
-        not_available("audit", "Auditor")
+    """Print the Auditor's current report (read from the audit log; no server needed)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from config.settings import load_settings
+    from tasks.audit.anomalies import AuditParams
+    from tasks.audit.log import AuditPaths
+    from tasks.audit.persist import publish_report
+    from tasks.audit.report import render_markdown
+
+    try:
+        settings = load_settings()
+    except ArtooError as exc:
+        fail(exc)
+    paths = AuditPaths(settings.home_dir)
+    report = publish_report(paths, "on-demand", AuditParams(epsilon=settings.ggs.epsilon))
+    paths.request.touch()  # a running auditor flow also publishes it as the `audit-report` artifact
+    if as_json:
+        print(json.dumps(report.model_dump(mode="json")))
+        return
+    from rich.markdown import Markdown
+
+    Console().print(Markdown(render_markdown(report)))
 
 
 @audit_app.command("verify")
 def audit_verify() -> None:
     """Recompute the audit log's hash chain and report the first broken record."""
-    not_available("audit verify", "Auditor")
+    from config.settings import load_settings
+    from tasks.audit.chain import verify
+    from tasks.audit.log import AuditPaths
+
+    try:
+        paths = AuditPaths(load_settings().home_dir)
+    except ArtooError as exc:
+        fail(exc)
+    result = verify(paths.log, paths.head)
+    if result.ok:
+        Console().print(f"audit log intact: {result.records} record(s) in {paths.log}", highlight=False)
+        return
+    where = f"record {result.first_broken} (line {result.first_broken})" if result.first_broken else "the log"
+    err.print(f"artoo audit verify: {where} of {paths.log} is broken: {result.reason}. "
+              f"The {result.records} record(s) before it verify.", highlight=False)
+    raise typer.Exit(1)
 
 
 @audit_app.command("tail")
-def audit_tail() -> None:
-    """Follow the audit log live."""
-    not_available("audit tail", "Auditor")
+def audit_tail(
+    lines: Annotated[int, typer.Option("--lines", "-n", help="Show this many records first.")] = 10,
+    once: Annotated[bool, typer.Option("--once", help="Print the last records and exit (no follow).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON records.")] = False,
+) -> None:
+    """Follow the audit log live, like tail -f (Ctrl-C to stop)."""
+    from config.settings import load_settings
+    from tasks.audit.log import AuditPaths, follow
+    from tasks.audit.report import describe
+
+    try:
+        paths = AuditPaths(load_settings().home_dir)
+    except ArtooError as exc:
+        fail(exc)
+    try:
+        for line in follow(paths.log, lines, once):
+            print(line.decode("utf-8", "replace") if as_json else describe(line), flush=True)
+    except KeyboardInterrupt:
+        return
 
 
 @policy_app.command("check")
@@ -156,9 +206,9 @@ def policy_check(
     as_json: Annotated[bool, typer.Option("--json", help='Print {"irreversible": …, "reason": …}.')] = False,
 ) -> None:
     """Judge whether a shell command is irreversible under Law 1 (it is never run)."""
-    from tasks.policy import judge_command
+    from tasks.policy import judge_command, real_exists
 
-    verdict = judge_command(command, Path.cwd())
+    verdict = judge_command(command, Path.cwd(), exists=real_exists)
     if as_json:
         print(json.dumps(verdict.model_dump(include={"irreversible", "reason"})))
         return

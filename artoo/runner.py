@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -58,15 +59,36 @@ class ProgressTap:
 
 def execute_flow(request: str, workspace: Path | None) -> dict:
     """Run the artoo-task flow in this process and return its result document."""
+    from flows.auditor import PublishedTap, prepare_embedded
     from flows.task_flow import artoo_task
     from tasks.bus import add_tap, remove_tap
 
-    tap = ProgressTap()
+    tap, published = ProgressTap(), PublishedTap()
     add_tap(tap)
+    add_tap(published)
+    prepare_embedded()
+    started = datetime.now(UTC)
     try:
         return asyncio.run(artoo_task(request=request, workspace=str(workspace) if workspace else None))
     finally:
         remove_tap(tap)
+        remove_tap(published)
+        audit_run(published.published, started)
+
+
+def audit_run(published: dict[str, set[int]], started: datetime) -> None:
+    """The embedded Auditor: every message of the run reaches the audit log before ``artoo run`` returns."""
+    from flows.auditor import observe_run
+
+    if not published:
+        return
+    result = observe_run(published, started)
+    if not result.complete:
+        missing = "; ".join(f"{task}: {len(seqs)} message(s)" for task, seqs in result.missing.items())
+        err.print(f"artoo: the audit log is missing messages of this run ({missing})"
+                  f"{f' — {result.error}' if result.error else ''}; the Prefect server did not deliver them "
+                  "in time. `artoo audit verify` still holds; run the auditor flow to catch up.",
+                  style="yellow", markup=False, highlight=False)
 
 
 def run_request(request: str, settings: Settings, workspace: Path | None, as_json: bool) -> FinalResult:

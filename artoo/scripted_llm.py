@@ -280,4 +280,13 @@ class ScriptedLLMServer:
 def serve_forever(scenario: Scenario | dict | str | Path, port: int = 8765, host: str = "127.0.0.1") -> None:
     """Serve a scenario in the foreground until interrupted (for a CLI)."""
     server = ScriptedLLMServer(scenario, port=port, host=host)
+    print(f"scripted LLM serving {server.base_url} (Ctrl-C to stop)", flush=True)
     uvicorn.Server(server._config()).run()
+
+
+if __name__ == "__main__":  # python -m artoo.scripted_llm scenario.json [port]
+    import sys
+
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: python -m artoo.scripted_llm SCENARIO.json [PORT]")
+    serve_forever(sys.argv[1], int(sys.argv[2]) if len(sys.argv) == 3 else 8765)

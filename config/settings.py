@@ -50,7 +50,8 @@ class MemoryParams(BaseModel):
     attention_threshold: float = Field(0.5, description="M_att below this → Ignore.")
     decision_threshold: float = Field(
         0.2, description="|M_dec| band: > +this Exploit, < -this Avoid, else Caution.")
-    gc_threshold: float = Field(0.1, description="Physical forgetting: an M/K Megram's live attention below this is deleted.")
+    gc_threshold: float = Field(
+        0.1, description="Physical forgetting: an M/K Megram's live attention below this is deleted.")
     promote_attention: float = Field(5.0, description="Upward consolidation needs attention at least this.")
     promote_decision: float = Field(3.0, description="Upward consolidation needs |decision| at least this.")
     demoted_k: float = Field(0.05, description="Decay rate a bankrupt C Megram gets when demoted to K.")

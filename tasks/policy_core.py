@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tasks.policy_shell import PLACEHOLDER, Simple
 
-STDIN = "<stdin>"
+STDIN = "__ARTOO_STDIN__"
 """Operand standing for the items xargs reads from stdin."""
 FOUND = "{}"
 """Operand standing for the files find -exec runs on."""
@@ -76,7 +76,9 @@ def display(words: list[str], limit: int = 90) -> str:
 
 def _show_word(word: str) -> str:
     word = PLACEHOLDER.sub("$(…)", word)
-    return word if word in (FOUND, STDIN) else shlex.quote(word)
+    if not word or (re.search(r"[\s'\"\\;&|<>()]", word) and len(word) > 2):
+        word = shlex.quote(word)
+    return word.replace(STDIN, "<stdin>")
 
 
 def danger(category: str, words: list[str], detail: str, targets: list[str], ctx: Ctx) -> Danger:
@@ -93,7 +95,7 @@ def describe_target(word: str, ctx: Ctx) -> str:
         return f"files found under {roots}"
     if word == STDIN:
         return "paths read from stdin"
-    return PLACEHOLDER.sub("$(…)", word)
+    return PLACEHOLDER.sub("$(…)", word).replace(STDIN, "<stdin>")
 
 
 def targets_text(words: list[str], ctx: Ctx) -> str:
@@ -103,7 +105,7 @@ def targets_text(words: list[str], ctx: Ctx) -> str:
 
 def is_dynamic(word: str) -> bool:
     """True when the word's value is only known at run time."""
-    if word in (STDIN, FOUND) or PLACEHOLDER.search(word):
+    if STDIN in word or word == FOUND or PLACEHOLDER.search(word):
         return True
     rest = word.replace("$HOME", "").replace("${HOME}", "")
     return "$" in rest or "`" in rest or any(ch in rest for ch in "*?[")
@@ -254,3 +256,34 @@ def _cluster(arg: str, args: list[str], i: int, short_values: str, flags: set[st
             return 0
         flags.add("-" + letter)
     return 0
+
+
+def write_dangers(words: list[str], targets: list[str], ctx: Ctx, verb: str = "overwrites",
+                  append: bool = False) -> list[Danger]:
+    """Writing to files: system paths always count; existing (or maybe-existing) files unless appending."""
+    out = []
+    for target in targets:
+        if is_harmless_sink(target):
+            continue
+        if system_targets([target], ctx):
+            out.append(danger("system", words, f"writes into system path {describe_target(target, ctx)}",
+                              [target], ctx))
+            continue
+        state = False if append else exists_state(target, ctx)
+        if state is False:
+            continue
+        shown = describe_target(target, ctx)
+        why = f"{verb} existing file {shown}" if state else f"{verb} {shown}, which may already exist"
+        out.append(danger("overwrite", words, why, [target], ctx))
+    return out
+
+
+def system_dest(dest: str, dir_hint: bool, ctx: Ctx) -> bool:
+    """Whether what lands at ``dest`` (or inside it, when it is a directory) is a system path."""
+    if not dir_hint:
+        return bool(system_targets([dest], ctx))
+    path = resolve(dest, ctx)
+    if path is None:
+        parent = _prefix_dir(dest, ctx)
+        return parent is not None and holds_system_paths(parent)
+    return holds_system_paths(path)

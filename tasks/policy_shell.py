@@ -29,6 +29,9 @@ KEYWORDS = {"if", "then", "else", "elif", "fi", "while", "until", "do", "done", 
 HEADERS = {"for", "case", "select"}
 EXEC_PRIMARIES = {"-exec", "-execdir", "-ok", "-okdir"}
 _PUNCT = set("();<>|&")
+_HIDE = str.maketrans({c: chr(0xE001 + k) for k, c in enumerate("();<>|&")})
+_SHOW = str.maketrans({chr(0xE001 + k): c for k, c in enumerate("();<>|&")})
+"""Quoted or escaped punctuation is hidden from shlex behind private-use characters, so it stays a word."""
 
 
 class ParseError(ValueError):
@@ -94,22 +97,22 @@ def _group(tokens: list[str], docs: dict[str, str]) -> list[Simple]:
     in_exec = False
     i = 0
     while i < len(tokens):
-        token = tokens[i]
-        if in_exec and token in (";", "+") and (token == ";" or current.words[-1:] == ["{}"]):
-            current.words.append(token)
+        token, word = tokens[i], tokens[i].translate(_SHOW)
+        if in_exec and (word == ";" or (word == "+" and current.words[-1:] == ["{}"])):
+            current.words.append(word)
             in_exec = False
         elif token in EXEC_PRIMARIES:
             current.words.append(token)
             in_exec = True
         elif token in REDIRECTS:
-            target = tokens[i + 1] if i + 1 < len(tokens) and tokens[i + 1] not in SEPARATORS else ""
-            i += 1 if target else 0
-            _redirect(current, token, target, docs)
+            nxt = tokens[i + 1] if i + 1 < len(tokens) and tokens[i + 1] not in SEPARATORS else None
+            i += 0 if nxt is None else 1
+            _redirect(current, token, (nxt or "").translate(_SHOW), docs)
         elif token in SEPARATORS:
             commands.append(current)
             current = Simple([], pipe_from=current if token in ("|", "|&") else None)
         else:
-            current.words.append(token)
+            current.words.append(word)
         i += 1
     commands.append(current)
     return [c for c in commands if c.words or c.redirects]
@@ -164,7 +167,7 @@ def _prepass(text: str) -> tuple[str, list[str], dict[str, str]]:
     while i < n:
         c = text[i]
         if quote == "'":
-            st.out.append(c)
+            st.out.append(c.translate(_HIDE))
             quote = None if c == "'" else quote
             i += 1
             continue
@@ -172,7 +175,8 @@ def _prepass(text: str) -> tuple[str, list[str], dict[str, str]]:
             if text.startswith("\\\n", i):
                 i += 2
                 continue
-            st.out.append(text[i:i + 2])
+            nxt = text[i + 1:i + 2]
+            st.out.append(nxt.translate(_HIDE) if nxt in _PUNCT else text[i:i + 2])
             i += 2
             word_start = False
             continue
@@ -182,7 +186,7 @@ def _prepass(text: str) -> tuple[str, list[str], dict[str, str]]:
             continue
         if quote == '"':
             quote = None if c == '"' else quote
-            st.out.append(c)
+            st.out.append(c.translate(_HIDE))
             i += 1
             continue
         i, word_start, quote = _unquoted(st, i, word_start)
@@ -202,7 +206,10 @@ def _unquoted(st: _Pre, i: int, word_start: bool) -> tuple[int, bool, str | None
     if c == "\n":
         st.out.append(" ; ")
         return _bodies(st, i + 1), True, None
-    if text.startswith("<<", i) and not text.startswith("<<<", i):
+    if text.startswith("<<<", i):
+        st.out.append("<<<")
+        return i + 3, True, None
+    if text.startswith("<<", i):
         return _heredoc(st, i), False, None
     st.out.append(c)
     return i + 1, c in " \t;&|()<>", None

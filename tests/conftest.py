@@ -18,18 +18,55 @@ import pytest
 LLM_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "BRAIN_BASE_URL", "BRAIN_API_KEY", "BRAIN_MODEL",
            "TOOL_BASE_URL", "TOOL_API_KEY", "TOOL_MODEL", "ARTOO_CONFIG")
 
-os.environ.setdefault("PREFECT_LOGGING_TO_API_BATCH_INTERVAL", "0.3")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
 @pytest.fixture(scope="session")
 def prefect_api() -> Iterator[str]:
-    """A real Prefect API (test harness, SQLite in a temp dir) for the whole session."""
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
+    """A real Prefect server for the whole session: ``prefect server start`` over a private PostgreSQL.
 
-    with prefect_test_harness(server_startup_timeout=60):
-        yield PREFECT_API_URL.value()
+    Postgres, because Prefect's SQLite backend serialises concurrent subflow starts with
+    multi-second lock back-offs (see artoo/local_server.py).  Without PostgreSQL binaries
+    the session falls back to Prefect's SQLite test harness.
+    """
+    import tempfile
+
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from artoo.local_server import postgres_bin, start_local
+
+    if postgres_bin() is None:
+        from prefect.testing.utilities import prefect_test_harness
+
+        with prefect_test_harness(server_startup_timeout=60):
+            yield PREFECT_API_URL.value()
+        return
+    root = Path(tempfile.mkdtemp(prefix="artoo-test-server-"))
+    root.chmod(0o755)  # the postgres user must reach its data directory
+    server, database = start_local(root)
+    previous = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = server.api_url
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: server.api_url}), _global_settings():
+            yield server.api_url
+    finally:
+        server.stop()
+        if database:
+            database.stop()
+        if previous is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = previous
+
+
+def _global_settings():
+    """Make the session's settings the process-wide default, so flows run in threads see the server too.
+
+    Prefect's own test harness does the same (prefect.testing.utilities.prefect_test_harness).
+    """
+    import prefect.context
+
+    return prefect.context._temporary_global_settings_context(prefect.context.get_settings_context())
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ def descendants(root_id) -> list:
         while frontier:
             children = client.read_flow_runs(
                 flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=frontier)),
-                limit=200)
+                limit=200, sort=FlowRunSort.START_TIME_ASC)
             found.extend(children)
             frontier = [c.id for c in children]
     return found

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateName
+from prefect.client.schemas.sorting import FlowRunSort
 
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 
@@ -24,7 +25,8 @@ pytestmark = pytest.mark.usefixtures("prefect_api")
 def paused_runs() -> list:
     with get_client(sync_client=True) as client:
         return client.read_flow_runs(flow_run_filter=FlowRunFilter(
-            state=FlowRunFilterState(name=FlowRunFilterStateName(any_=["Paused"]))))
+            state=FlowRunFilterState(name=FlowRunFilterStateName(any_=["Paused"]))),
+            limit=10, sort=FlowRunSort.START_TIME_DESC)
 
 
 def wait_for_pause(thread: threading.Thread, timeout: float = 60.0):

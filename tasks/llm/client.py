@@ -15,6 +15,7 @@ and an HTTP connection pool must not cross loops.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from types import SimpleNamespace
 from typing import Any
@@ -49,6 +50,7 @@ class OpenAICompatLLM:
         self.records: list[CallRecord] = []
         self._modes: dict[str, int] = {}
         self._clients: dict[asyncio.AbstractEventLoop, dict[str, AsyncOpenAI]] = {}
+        self._clients_lock = threading.Lock()
 
     def endpoint(self, tier: str) -> Endpoint:
         """The resolved endpoint of a tier; ConfigurationError naming the env vars when incomplete."""
@@ -68,18 +70,19 @@ class OpenAICompatLLM:
 
     def _client(self, ep: Endpoint) -> AsyncOpenAI:
         """This loop's client for a tier; clients of closed loops are dropped (their pools are dead)."""
-        for loop in [loop for loop in self._clients if loop.is_closed()]:
-            del self._clients[loop]
-        per_loop = self._clients.setdefault(asyncio.get_running_loop(), {})
-        if ep.tier not in per_loop:
-            per_loop[ep.tier] = AsyncOpenAI(base_url=ep.base_url, api_key=ep.api_key,
-                                            timeout=ep.timeout_s, max_retries=0)
-        return per_loop[ep.tier]
+        with self._clients_lock:
+            for loop in [loop for loop in self._clients if loop.is_closed()]:
+                del self._clients[loop]
+            per_loop = self._clients.setdefault(asyncio.get_running_loop(), {})
+            if ep.tier not in per_loop:
+                per_loop[ep.tier] = AsyncOpenAI(base_url=ep.base_url, api_key=ep.api_key,
+                                                timeout=ep.timeout_s, max_retries=0)
+            return per_loop[ep.tier]
 
     async def aclose(self) -> None:
-        """Close the HTTP clients of the running loop (clients of other loops are dropped)."""
-        per_loop = self._clients.pop(asyncio.get_running_loop(), {})
-        self._clients = {}
+        """Close the HTTP clients of the running loop (other loops' go when their loop closes)."""
+        with self._clients_lock:
+            per_loop = self._clients.pop(asyncio.get_running_loop(), {})
         for client in per_loop.values():
             await client.close()
 

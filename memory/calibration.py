@@ -1,0 +1,218 @@
+"""R2's Memory Calibration Protocol (spec R2 / paper §4.5): memory → plan constraints, no LLM.
+
+``calibrate`` is pure.  It maps the intent pair's action (Exploit → SHOULD PREFER,
+Avoid → MUST NOT, Caution → CAUTION, Ignore → omitted), adds the C-level SOPs (σ > 0
+prefer, else must not) and what ``tool:*``/``path:*`` Megrams say about tools and
+targets, keeps the strongest ``max_entries`` memory lines (MUST NOT first, in the spec's
+priority order), and merges the MUST NOT set with the GGS's blocked tools and targets.
+
+Tool memory is read the way the GGS writes it: one Megram per (tool, target).  A tool
+whose pairs add up to Avoid failed logically (change_approach: "tool class
+blacklisted") and goes into ``must_not_tools``; a single pair that is Avoid while its
+tool overall is not marks the *target* as failing (``must_not_targets``).  A SHOULD
+PREFER line that names a tool or target under MUST NOT is dropped: MUST NOT wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+from config.contracts import Potentials, SOPRecord
+from config.settings import MemoryParams
+from memory.potentials import combine
+from memory.tags import ENV_LOCAL, intent_space, tool_space
+
+
+class Calibration(BaseModel):
+    """The planner's memory constraints; the two sets are what a plan validator checks mechanically."""
+
+    prefer: list[str] = Field(default_factory=list, description="SHOULD PREFER lines.")
+    must_not: list[str] = Field(default_factory=list, description="Merged MUST NOT lines (memory, then GGS).")
+    caution: list[str] = Field(default_factory=list, description="CAUTION lines: confirm or sandbox.")
+    must_not_tools: set[str] = Field(default_factory=set, description="Tools no subtask may use.")
+    must_not_targets: set[str] = Field(default_factory=set, description="Inputs no tool may be given.")
+    space: str = Field("", description="The intent's memory space that was queried.")
+    entity: str = Field(ENV_LOCAL, description="The entity that was queried.")
+    potentials: Potentials | None = Field(None, description="QueryMK's answer for (space, entity).")
+    sops: list[SOPRecord] = Field(default_factory=list, description="QueryC's answer for (space, entity).")
+
+    def prompt_block(self) -> str:
+        """The calibration as planner-prompt text ('' when memory has nothing to say)."""
+        sections = []
+        for title, lines in (
+            ("MUST NOT (hard constraints; a plan that breaks one is rejected)", self.must_not),
+            ("SHOULD PREFER (worked before)", self.prefer),
+            ("CAUTION (mixed record: add a confirmation step or sandbox it)", self.caution),
+        ):
+            if lines:
+                sections.append(f"{title}:\n" + "\n".join(f"- {line}" for line in lines))
+        if self.must_not_tools:
+            sections.append(
+                "Tools that must not appear in any subtask: " + ", ".join(sorted(self.must_not_tools))
+            )
+        if self.must_not_targets:
+            targets = ", ".join(sorted(self.must_not_targets))
+            sections.append(f"Targets that must not be reused as tool inputs: {targets}")
+        return "MEMORY CALIBRATION\n" + "\n\n".join(sections) if sections else ""
+
+
+@dataclass(frozen=True)
+class _Entry:
+    section: str  # must_not | prefer | caution
+    rank: int
+    weight: float
+    text: str
+    tool: str | None = None
+    target: str | None = None
+
+
+def _numbers(p: Potentials) -> str:
+    return f"decision {p.decision:+.2f}, attention {p.attention:.2f}"
+
+
+def _intent_entry(intent: str, p: Potentials) -> _Entry | None:
+    if p.action == "Exploit":
+        text = f"the approach that worked before for tasks like {intent!r} ({_numbers(p)})"
+        return _Entry("prefer", 5, p.decision, text)
+    if p.action == "Avoid":
+        return _Entry(
+            "must_not",
+            1,
+            -p.decision,
+            f"repeat the approach that failed before for tasks like {intent!r} ({_numbers(p)})",
+        )
+    if p.action == "Caution":
+        return _Entry("caution", 7, p.attention, f"tasks like {intent!r} have a mixed record ({_numbers(p)})")
+    return None
+
+
+def _sop_entry(sop: SOPRecord) -> _Entry:
+    if sop.sigma > 0:
+        return _Entry("prefer", 4, sop.sigma, sop.content)
+    return _Entry("must_not", 0, abs(sop.sigma) or 1.0, sop.content)
+
+
+def _strip(value: str, prefix: str) -> str:
+    return value[len(prefix) :] if value.startswith(prefix) else value
+
+
+def _tool_entries(tool_memory: list[tuple[str, str, Potentials]], params: MemoryParams) -> list[_Entry]:
+    by_tool: dict[str, list[tuple[str, Potentials]]] = {}
+    for space, entity, p in tool_memory:
+        if space.startswith("tool:"):
+            by_tool.setdefault(_strip(space, "tool:"), []).append((_strip(entity, "path:"), p))
+    entries: list[_Entry] = []
+    for tool, pairs in sorted(by_tool.items()):
+        overall = combine((p for _, p in pairs), params)
+        if overall.action == "Avoid":
+            entries.append(
+                _Entry(
+                    "must_not",
+                    2,
+                    -overall.decision,
+                    f"use the tool {tool!r} (failed before; {_numbers(overall)})",
+                    tool=tool,
+                )
+            )
+            continue
+        for target, p in pairs:
+            if p.action == "Avoid":
+                entries.append(
+                    _Entry(
+                        "must_not",
+                        3,
+                        -p.decision,
+                        f"give {target!r} to the tool {tool!r} (failed before; {_numbers(p)})",
+                        tool=tool,
+                        target=target,
+                    )
+                )
+            elif p.action == "Exploit":
+                entries.append(
+                    _Entry(
+                        "prefer",
+                        6,
+                        p.decision,
+                        f"the tool {tool!r} on {target!r} ({_numbers(p)})",
+                        tool=tool,
+                        target=target,
+                    )
+                )
+            elif p.action == "Caution":
+                entries.append(
+                    _Entry(
+                        "caution",
+                        8,
+                        p.attention,
+                        f"the tool {tool!r} on {target!r} has a mixed or dead-end record ({_numbers(p)})",
+                        tool=tool,
+                        target=target,
+                    )
+                )
+    return entries
+
+
+def calibrate(
+    intent: str,
+    sops: list[SOPRecord],
+    potentials: Potentials,
+    tool_memory: list[tuple[str, str, Potentials]],
+    blocked_tools: list[str] | set[str],
+    blocked_targets: list[str] | set[str],
+    max_entries: int = 10,
+    params: MemoryParams | None = None,
+) -> Calibration:
+    """The calibration for one planning round (pure: no I/O, no LLM)."""
+    params = params or MemoryParams()
+    entries = [_sop_entry(s) for s in sops] + _tool_entries(tool_memory, params)
+    if (intent_entry := _intent_entry(intent, potentials)) is not None:
+        entries.append(intent_entry)
+    entries.sort(key=lambda e: (e.rank, -e.weight, e.text))
+    kept = entries[: max(0, max_entries)]
+    tools = set(blocked_tools) | {
+        e.tool for e in kept if e.section == "must_not" and e.target is None and e.tool
+    }
+    targets = set(blocked_targets) | {e.target for e in kept if e.section == "must_not" and e.target}
+    kept = [e for e in kept if e.section == "must_not" or (e.tool not in tools and e.target not in targets)]
+    must_not = [e.text for e in kept if e.section == "must_not"]
+    must_not += [f"use the tool {t!r} (blocked in this task)" for t in sorted(set(blocked_tools))]
+    must_not += [f"reuse {t!r} as a tool input (blocked in this task)" for t in sorted(set(blocked_targets))]
+    return Calibration(
+        space=intent_space(intent),
+        potentials=potentials,
+        sops=list(sops),
+        prefer=[e.text for e in kept if e.section == "prefer"],
+        must_not=must_not,
+        caution=[e.text for e in kept if e.section == "caution"],
+        must_not_tools=tools,
+        must_not_targets=targets,
+    )
+
+
+def calibrate_from_store(
+    store,
+    intent: str,
+    blocked_tools: list[str] | set[str],
+    blocked_targets: list[str] | set[str],
+    plan_tools: list[str] | None = None,
+) -> Calibration:
+    """Derive tags, query C and MK for the intent and the plan's tool pairs, then calibrate."""
+    space = intent_space(intent)
+    sops = store.query_c(space, ENV_LOCAL)
+    potentials = store.query_mk(space, ENV_LOCAL)
+    pairs = store.pairs_with_space_prefix("tool:")
+    if plan_tools is not None:
+        wanted = {tool_space(t) for t in plan_tools}
+        pairs = [pair for pair in pairs if pair[0] in wanted]
+    return calibrate(
+        intent,
+        sops,
+        potentials,
+        pairs,
+        blocked_tools,
+        blocked_targets,
+        store.params.max_calibration_entries,
+        store.params,
+    )

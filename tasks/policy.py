@@ -1,0 +1,84 @@
+"""Law 1, the policy half: is an action irreversible?
+
+Law 1 says artoo never takes an irreversible action on the user's data or machine
+without the user approving that exact action.  This module answers the question for a
+shell command or a file write, as pure text analysis: deletion, overwriting existing
+data, changing the system's configuration or permissions, and sending anything off the
+machine are irreversible, wherever they hide (chains, pipes, subshells, ``$( … )``,
+``sh -c``, sudo, xargs, ``find -exec`` …).  The only question asked of the world is
+``exists(path)``, injected by the caller; without it every "does this exist?" is
+answered "maybe", which counts as irreversible.  Text that does not parse is
+irreversible too: what cannot be read cannot be called safe.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from tasks.policy_core import Ctx, Danger, exists_state, resolve, system_targets
+from tasks.policy_rules import judge_argv, judge_script
+from tasks.policy_shell import ParseError, parse
+
+Exists = Callable[[Path], bool]
+
+
+class PolicyVerdict(BaseModel):
+    """The Law-1 answer for one action."""
+
+    irreversible: bool = Field(description="True when the action needs the user's explicit approval.")
+    reason: str = Field(description="Why: the dangerous sub-command and its targets, or why it is safe.")
+    targets: list[str] = Field(default_factory=list, description="The paths, hosts or items at risk.")
+
+
+def real_exists(path: Path) -> bool:
+    """The filesystem's answer (a dangling symlink exists too): the I/O edge callers inject."""
+    return os.path.lexists(path)
+
+
+def judge_command(command: str, cwd: Path, exists: Exists | None = None) -> PolicyVerdict:
+    """Judge a shell command line run in ``cwd``; relative paths resolve against it."""
+    if not command.strip():
+        return PolicyVerdict(irreversible=False, reason="empty command: nothing runs")
+    try:
+        parse(command)
+    except ParseError as exc:
+        return PolicyVerdict(irreversible=True, reason=f"cannot parse: {exc}; an unreadable command is "
+                             "treated as irreversible")
+    ctx = _root_ctx(cwd, exists)
+    dangers = judge_script(command, ctx)
+    return _verdict(dangers, ctx.seen)
+
+
+def judge_write(path: Path, exists: Exists | None = None) -> PolicyVerdict:
+    """Judge writing a whole file at ``path`` (write_file): new files are reversible, replacing is not."""
+    ctx = _root_ctx(Path("/"), exists)
+    word = str(path)
+    shown = str(resolve(word, ctx) or word)
+    if system_targets([word], ctx):
+        return PolicyVerdict(irreversible=True, reason=f"system: write_file writes into system path {shown}",
+                             targets=[shown])
+    state = exists_state(word, ctx)
+    if state is False:
+        return PolicyVerdict(irreversible=False, reason=f"write_file creates new file {shown}",
+                             targets=[shown])
+    why = "overwrites existing file" if state else "may overwrite (cannot check whether it exists)"
+    return PolicyVerdict(irreversible=True, reason=f"overwrite: write_file {why} {shown}", targets=[shown])
+
+
+def _root_ctx(cwd: Path, exists: Exists | None) -> Ctx:
+    return Ctx(cwd=Path(os.path.abspath(os.path.expanduser(str(cwd)))), exists=exists, recurse_argv=judge_argv,
+               recurse_text=judge_script)
+
+
+def _verdict(dangers: list[Danger], seen: list[str]) -> PolicyVerdict:
+    if not dangers:
+        names = ", ".join(dict.fromkeys(seen)) or "no command"
+        return PolicyVerdict(irreversible=False, reason=f"nothing deletes, overwrites, changes the system or "
+                             f"sends data off the machine ({names})")
+    reasons = list(dict.fromkeys(d.reason() for d in dangers))
+    targets = list(dict.fromkeys(t for d in dangers for t in d.targets))
+    return PolicyVerdict(irreversible=True, reason="; ".join(reasons), targets=targets)

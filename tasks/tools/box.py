@@ -1,0 +1,180 @@
+"""ToolBox: the executor's tools behind one ``call``, with the Law-1 gate in front.
+
+Every call returns a ToolResult and never raises for tool trouble: an unknown or
+blocked tool is a logical failure, a blocked target or an unreachable world is an
+environmental one.  Before anything irreversible runs (a shell command the policy
+flags, a write onto an existing file) the gate asks the user; a denial is recorded in
+``law1_denials`` and returned as ``[LAW1] denied: …``, an approval in ``approvals``.
+Output reaches the model as headTail(output, 4000); evidence is recorded by code as
+``name: input → firstN(output, 200)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from pathlib import Path
+
+from config.settings import Settings
+from tasks.policy import judge_command, judge_write, real_exists
+from tasks.tools import files, shell
+from tasks.tools.locate import locate
+from tasks.tools.models import Gate, PendingAction, ToolError, ToolResult
+from tasks.tools.specs import PRIMARY, SPECS
+from tasks.tools.text import first_n, head_tail
+from tasks.tools.web import DDG_URL, web_search
+
+
+class ToolBox:
+    """The executor's tools for one subtask, with GGS blocks and the Law-1 gate applied."""
+
+    def __init__(self, settings: Settings, workspace: Path, gate: Gate, blocked_tools: set[str] = frozenset(),
+                 blocked_targets: set[str] = frozenset(), allowed_roots: list[Path] | None = None, *,
+                 search_url: str = DDG_URL) -> None:
+        self.settings = settings
+        self.workspace = Path(workspace).expanduser()
+        self.gate = gate
+        self.blocked_tools = set(blocked_tools)
+        self.blocked_targets = {t for t in blocked_targets if t}
+        self.allowed_roots = allowed_roots
+        self.search_url = search_url
+        self.law1_denials: list[PendingAction] = []
+        self.approvals: list[PendingAction] = []
+
+    def specs(self) -> list[dict]:
+        """Function-tool specs of the tools not blocked this round."""
+        return [copy.deepcopy(s) for s in SPECS if s["function"]["name"] not in self.blocked_tools]
+
+    async def call(self, name: str, arguments: dict | str | None) -> ToolResult:
+        """Run one tool call; every failure comes back as ok=False with a failure class."""
+        args = _arguments(arguments)
+        key = PRIMARY.get(name)
+        value = args.get(key) if key else None
+        shown = value if isinstance(value, str) else json.dumps(args, default=str)[:200]
+        if key is None:
+            return self._result(name, shown, ToolError(f"unknown tool {name!r}; the tools are "
+                                                       f"{', '.join(PRIMARY)}", "logical"))
+        if name in self.blocked_tools:
+            return self._result(name, shown, ToolError(f"tool {name} is blocked by the GGS for this round",
+                                                       "logical"))
+        if not isinstance(value, str) or not value.strip():
+            return self._result(name, shown, ToolError(f"tool {name} needs a non-empty string argument "
+                                                       f"{key!r}", "logical"))
+        target = next((t for t in sorted(self.blocked_targets) if value == t or t in value), None)
+        if target is not None:
+            return self._result(name, value, ToolError(
+                f"{name} refused: {value!r} involves {target!r}, a target the GGS blocked for this round "
+                "(it failed before); use a different target", "environmental"))
+        try:
+            output = await self._dispatch(name, value, args)
+        except ToolError as exc:
+            return self._result(name, value, exc)
+        except OSError as exc:
+            return self._result(name, value, ToolError(f"{name} failed: {exc}", "environmental"))
+        return self._result(name, value, output)
+
+    def _result(self, name: str, shown: str, outcome: str | ToolError) -> ToolResult:
+        limit = self.settings.tools.head_tail_limit
+        ok = not isinstance(outcome, ToolError)
+        output = head_tail(str(outcome), limit)
+        evidence = f"{name}: {shown} → {first_n(output, self.settings.tools.evidence_chars)}"
+        failure = None if ok else outcome.failure_class
+        return ToolResult(ok=ok, output=output, failure_class=failure, evidence=evidence)
+
+    async def _dispatch(self, name: str, value: str, args: dict) -> str:
+        if name == "locate":
+            answer = await asyncio.to_thread(locate, value, Path.home())
+            return answer.render(value, f"under {Path.home()}")
+        if name == "glob":
+            files.check_allowed(self.workspace, self.allowed_roots)
+            return await asyncio.to_thread(files.glob_files, value, self.workspace)
+        if name == "read_file":
+            path = files.resolve_path(value, self.workspace)
+            files.check_allowed(path, self.allowed_roots)
+            return await asyncio.to_thread(files.read_text, path)
+        if name == "write_file":
+            return await self._write(value, args.get("content"))
+        if name == "shell":
+            return await self._shell(value)
+        return await web_search(value, self.search_url)
+
+    async def _write(self, raw: str, content: object) -> str:
+        if not isinstance(content, str):
+            raise ToolError("write_file needs a string argument 'content'", "logical")
+        path = files.resolve_path(raw, self.workspace)
+        files.check_allowed(path, self.allowed_roots)
+        verdict = judge_write(path, exists=real_exists)
+        if verdict.irreversible:
+            action = PendingAction(tool="write_file", command=f"write_file {path}", targets=[str(path)],
+                                   reason=verdict.reason)
+            await self._confirm(action)
+        return await asyncio.to_thread(files.write_text, path, content)
+
+    async def _confirm(self, action: PendingAction) -> None:
+        """Ask the gate; raise the [LAW1] denial unless the user explicitly approves."""
+        try:
+            approved = await self.gate(action) is True
+        except Exception as exc:  # a gate that fails has not approved anything
+            approved = False
+            action = action.model_copy(update={"reason": f"{action.reason} (gate failed: {exc})"})
+        if not approved:
+            self.law1_denials.append(action)
+            raise ToolError(f"[LAW1] denied: {action.command}\nThe user did not approve this irreversible "
+                            f"action ({action.reason}). Nothing was changed.", "environmental")
+        self.approvals.append(action)
+
+    async def _shell(self, command: str) -> str:
+        verdict = judge_command(command, self.workspace, exists=real_exists)
+        notes: list[str] = []
+        if verdict.irreversible:  # run exactly what the user approves: no rewrite widens a destructive find
+            await self._confirm(PendingAction(tool="shell", command=command, targets=verdict.targets,
+                                              reason=verdict.reason))
+        else:
+            command, removed = shell.strip_maxdepth(command)
+            notes = [f"[note: removed {', '.join(removed)} from find]"] if removed else []
+            query = shell.find_on_personal_path(command)
+            if query is not None:
+                return await self._find_via_locate(query, notes)
+        return await self._run(command, notes)
+
+    async def _run(self, command: str, notes: list[str]) -> str:
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        timeout = self.settings.tools.shell_timeout_s
+        prefix = "".join(n + "\n" for n in notes)
+        limit = max(self.settings.tools.head_tail_limit - len(prefix) - 40, 200)
+        done = await shell.run_capped(shell.build_shell_argv(command), self.workspace, timeout, limit)
+        if done.timed_out:
+            raise ToolError(f"{prefix}timed out after {timeout:g}s (the command and its children were killed)"
+                            f"\n{done.output}", "environmental")
+        body = done.output.rstrip("\n")
+        text = f"{prefix}{body}{chr(10) if body else ''}[exit code {done.returncode}]"
+        if done.returncode == 0:
+            return text
+        failure = "environmental" if done.returncode in (126, 127) or done.returncode < 0 else "logical"
+        raise ToolError(text, failure)
+
+    async def _find_via_locate(self, query: shell.FindQuery, notes: list[str]) -> str:
+        answer = await asyncio.to_thread(locate, query.pattern, Path.home(), query.roots)
+        paths = [p for p in answer.paths if _kind_ok(p, query.kind)]
+        answer.paths = paths
+        where = "under " + ", ".join(str(r) for r in query.roots)
+        header = "[find on a personal path was answered by locate]"
+        return "\n".join([*notes, header, answer.render(query.pattern, where)])
+
+
+def _kind_ok(path: str, kind: str | None) -> bool:
+    target = Path(path)
+    return kind is None or (kind == "f" and target.is_file()) or (kind == "d" and target.is_dir())
+
+
+def _arguments(arguments: dict | str | None) -> dict:
+    if isinstance(arguments, dict):
+        return arguments
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except json.JSONDecodeError:
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+    return {}

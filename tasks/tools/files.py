@@ -1,0 +1,139 @@
+"""File tools: read one file, write one file, glob the project.
+
+Reading never dumps binary: a NUL byte or a known magic number gets a one-line summary
+instead, and text is decoded with ``errors="replace"`` so a stray Latin-1 byte cannot
+break a run.  Writing is plain I/O here; whether it needs the user's approval is the
+ToolBox's question (Law 1), asked before this module is called.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+
+from tasks.tools.models import ToolError
+
+READ_CAP = 1_000_000
+GLOB_CAP = 500
+GLOB_VISIT_CAP = 200_000
+SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".tox"}
+MAGIC = [(b"\x89PNG", "PNG image"), (b"%PDF", "PDF document"), (b"PK\x03\x04", "ZIP archive"),
+         (b"\x1f\x8b", "gzip data"), (b"\x7fELF", "ELF executable"), (b"\xff\xd8\xff", "JPEG image"),
+         (b"GIF8", "GIF image"), (b"SQLite format 3\x00", "SQLite database"), (b"BZh", "bzip2 data"),
+         (b"\xfd7zXZ", "xz data"), (b"OggS", "Ogg media"), (b"RIFF", "RIFF media")]
+
+
+def resolve_path(raw: str, workspace: Path) -> Path:
+    """``~`` expanded; relative paths land in the workspace; ``..`` folded."""
+    path = Path(os.path.expanduser(raw.strip()))
+    if not path.is_absolute():
+        path = workspace / path
+    return Path(os.path.normpath(path))
+
+
+def check_allowed(path: Path, allowed_roots: list[Path] | None) -> None:
+    """Refuse a path outside the allowed roots (when roots are set)."""
+    if not allowed_roots:
+        return
+    real = os.path.realpath(path)
+    for root in allowed_roots:
+        base = os.path.realpath(Path(root).expanduser())
+        if real == base or real.startswith(base.rstrip("/") + "/"):
+            return
+    roots = ", ".join(str(r) for r in allowed_roots)
+    raise ToolError(f"{path} is outside the allowed roots ({roots})", "environmental")
+
+
+def sniff_binary(sample: bytes) -> str | None:
+    """A kind name when the bytes are not text, else None."""
+    for magic, kind in MAGIC:
+        if sample.startswith(magic):
+            return kind
+    if b"\x00" in sample:
+        return "binary data"
+    controls = sum(1 for b in sample if b < 32 and b not in (9, 10, 12, 13, 27, 8))
+    return "binary data" if sample and controls / len(sample) > 0.3 else None
+
+
+def read_text(path: Path, cap: int = READ_CAP) -> str:
+    """A file's text (decoded with replacement), a summary for binary files, capped at ``cap`` bytes."""
+    if not os.path.lexists(path):
+        raise ToolError(f"no such file: {path}", "logical")
+    if path.is_dir():
+        raise ToolError(f"{path} is a directory, not a file; use glob to list it", "logical")
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            data = handle.read(cap)
+    except PermissionError as exc:
+        raise ToolError(f"permission denied reading {path}: {exc.strerror}", "environmental") from exc
+    kind = sniff_binary(data[:8192])
+    if kind:
+        return f"binary file {path}: {size} bytes, {kind}; not shown as text"
+    text = data.decode("utf-8", errors="replace")
+    if size > len(data):
+        text += f"\n… file truncated: showed the first {len(data)} of {size} bytes"
+    return text if text else f"(empty file {path})"
+
+
+def write_text(path: Path, content: str) -> str:
+    """Write the whole file (parents created) and say whether it was new."""
+    if path.is_dir():
+        raise ToolError(f"{path} is a directory; give a file path", "logical")
+    existed = os.path.lexists(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+    except PermissionError as exc:
+        raise ToolError(f"permission denied writing {path}: {exc.strerror}", "environmental") from exc
+    verb = "overwrote" if existed else "created"
+    return f"{verb} {path} ({len(content)} characters)"
+
+
+def glob_files(pattern: str, root: Path, cap: int = GLOB_CAP, visit_cap: int = GLOB_VISIT_CAP) -> str:
+    """Files matching ``pattern`` under ``root`` (recursive when the pattern has no '/'), one per line."""
+    pattern = pattern.strip()
+    if os.path.isabs(os.path.expanduser(pattern)):
+        root, pattern = _split_absolute(os.path.expanduser(pattern))
+    if not root.is_dir():
+        raise ToolError(f"glob root {root} is not a directory", "logical")
+    matches, visited, stopped = [], 0, False
+    if "/" in pattern:
+        for path in root.glob(pattern):
+            visited += 1
+            if not SKIP_DIRS & set(path.relative_to(root).parts[:-1]):
+                matches.append(str(path))
+            if len(matches) >= cap or visited >= visit_cap:
+                stopped = True
+                break
+    else:
+        matches, stopped = _walk_match(root, pattern, cap, visit_cap)
+    if not matches:
+        return f"no files match {pattern!r} under {root}"
+    note = f"\n(stopped after {len(matches)} matches; narrow the pattern for more)" if stopped else ""
+    return "\n".join(sorted(matches)) + note
+
+
+def _split_absolute(pattern: str) -> tuple[Path, str]:
+    parts = Path(pattern).parts
+    for i, part in enumerate(parts):
+        if any(ch in part for ch in "*?["):
+            return Path(*parts[:i]), "/".join(parts[i:])
+    return Path(*parts[:-1]), parts[-1]
+
+
+def _walk_match(root: Path, pattern: str, cap: int, visit_cap: int) -> tuple[list[str], bool]:
+    matches: list[str] = []
+    visited = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        for name in [*dirs, *files]:
+            visited += 1
+            if fnmatch.fnmatch(name, pattern):
+                matches.append(os.path.join(folder, name))
+                if len(matches) >= cap:
+                    return matches, True
+        if visited >= visit_cap:
+            return matches, True
+    return matches, False

@@ -1,0 +1,41 @@
+"""What a tool call returns, and what the Law-1 gate is asked."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+FailureClass = Literal["logical", "environmental"]
+
+
+class ToolResult(BaseModel):
+    """The outcome of one tool call, as the executor and R4a see it."""
+
+    ok: bool = Field(description="True when the tool did what was asked.")
+    output: str = Field(description="What the model sees: headTail of the tool's output, or the failure.")
+    failure_class: FailureClass | None = Field(None, description="logical: wrong approach; environmental: "
+                                               "the world (or a guard) blocked it.")
+    evidence: str = Field(description="`name: input → firstN(output, 200)`, recorded by code for R4a.")
+
+
+class PendingAction(BaseModel):
+    """An irreversible action waiting for the user's explicit approval (Law 1)."""
+
+    tool: str = Field(description="The tool that wants to act: shell or write_file.")
+    command: str = Field(description="Exactly what would run.")
+    targets: list[str] = Field(default_factory=list, description="Paths, hosts or items at risk.")
+    reason: str = Field(description="Why the policy judged it irreversible.")
+
+
+Gate = Callable[[PendingAction], Awaitable[bool]]
+"""Asks the user; True only on an explicit approval."""
+
+
+class ToolError(Exception):
+    """A tool-level failure, turned into ``ToolResult(ok=False)`` by the ToolBox."""
+
+    def __init__(self, message: str, failure_class: FailureClass = "logical") -> None:
+        super().__init__(message)
+        self.failure_class: FailureClass = failure_class

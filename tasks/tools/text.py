@@ -1,0 +1,81 @@
+"""Text shaping for tool output: what the model sees and what the evidence line keeps.
+
+The spec's ``headTail(result, 4000)`` keeps both ends of a long output — the head for
+context, the tail for the result (exit codes and summaries come last) — with a marker
+saying how much was cut.  ``HeadTailBuffer`` does the same while a process is still
+writing, so a 50 MB output never sits in memory: it holds a fixed head and a bounded
+tail and only counts the rest.
+"""
+
+from __future__ import annotations
+
+MARKER = "\n… {n} characters omitted …\n"
+
+
+def head_tail(text: str, limit: int = 4000) -> str:
+    """Text unchanged when it fits, else its head and tail around an omission marker (≤ limit)."""
+    if len(text) <= limit:
+        return text
+    middle = len(text) // 2
+    return join_head_tail(text[:middle], text[middle:], 0, limit)
+
+
+headTail = head_tail  # the spec's name
+
+
+def join_head_tail(head: str, tail: str, omitted: int, limit: int) -> str:
+    """``head`` + marker + ``tail`` within ``limit``; ``omitted`` characters were already dropped between them."""
+    if omitted == 0 and len(head) + len(tail) <= limit:
+        return head + tail
+    worst = MARKER.format(n=len(head) + len(tail) + omitted)
+    budget = limit - len(worst)
+    if budget <= 0:
+        return (head + tail)[:max(limit, 0)]
+    keep_head = min(len(head), budget // 2)
+    keep_tail = min(len(tail), budget - keep_head)
+    keep_head = min(len(head), budget - keep_tail)
+    dropped = omitted + (len(head) - keep_head) + (len(tail) - keep_tail)
+    tail_part = tail[len(tail) - keep_tail:] if keep_tail else ""
+    return head[:keep_head] + MARKER.format(n=dropped) + tail_part
+
+
+def first_n(text: str, n: int = 200) -> str:
+    """The first n characters, ending in … when cut (the evidence of a tool call)."""
+    if len(text) <= n:
+        return text
+    return text[: max(n - 1, 0)] + "…"
+
+
+class HeadTailBuffer:
+    """Keeps the first ``head_bytes`` and the last ``tail_bytes`` of a byte stream, counting the rest."""
+
+    def __init__(self, head_bytes: int, tail_bytes: int) -> None:
+        self.head_bytes, self.tail_bytes = head_bytes, tail_bytes
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        """Add a chunk; memory stays within head_bytes + 2 × tail_bytes."""
+        self.total += len(chunk)
+        room = self.head_bytes - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk[-self.tail_bytes:] if self.tail_bytes else b""
+            if len(self.tail) > 2 * self.tail_bytes:
+                del self.tail[: len(self.tail) - self.tail_bytes]
+
+    @property
+    def held(self) -> int:
+        """Bytes currently kept in memory."""
+        return len(self.head) + len(self.tail)
+
+    def text(self, limit: int) -> str:
+        """The stream decoded (invalid UTF-8 replaced), head and tail kept, within ``limit`` characters."""
+        tail = bytes(self.tail[-self.tail_bytes:]) if self.tail_bytes else b""
+        dropped = self.total - len(self.head) - len(tail)
+        head_text = bytes(self.head).decode("utf-8", errors="replace")
+        tail_text = tail.decode("utf-8", errors="replace")
+        return join_head_tail(head_text, tail_text, dropped, limit)

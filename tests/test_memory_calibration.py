@@ -1,0 +1,143 @@
+"""R2's memory calibration protocol: pure mapping, priorities, caps, and from a real store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from config.contracts import Megram, Potentials, SOPRecord
+from config.settings import MemoryParams
+from memory.calibration import calibrate, calibrate_from_store
+from memory.potentials import make_potentials
+from memory.store import MemoryStore
+from memory.tags import ENV_LOCAL, intent_space, path_entity, tool_space
+
+PARAMS = MemoryParams()
+IGNORE = make_potentials(0.0, 0.0, PARAMS)
+
+
+def pot(attention: float, decision: float) -> Potentials:
+    return make_potentials(attention, decision, PARAMS)
+
+
+def sop(i: int, sigma: float, content: str | None = None) -> SOPRecord:
+    return SOPRecord(
+        id=f"r{i}", space="intent:x", entity=ENV_LOCAL, content=content or f"rule {i}", sigma=sigma
+    )
+
+
+@pytest.mark.parametrize(
+    ("potentials", "section"),
+    [
+        (pot(2.0, 1.5), "prefer"),
+        (pot(2.0, -1.5), "must_not"),
+        (pot(2.0, 0.1), "caution"),
+        (pot(0.3, 0.3), None),
+    ],
+)
+def test_intent_action_maps_to_one_section(potentials, section):
+    c = calibrate("deploy the site now", [], potentials, [], [], [])
+    filled = {name: getattr(c, name) for name in ("prefer", "must_not", "caution") if getattr(c, name)}
+    assert list(filled) == ([section] if section else [])
+    if section:
+        assert "deploy the site now" in filled[section][0]
+    else:
+        assert c.prompt_block() == ""
+    assert c.space == intent_space("deploy the site now") and c.potentials == potentials
+
+
+@pytest.mark.parametrize(
+    ("sigma", "section"), [(1.0, "prefer"), (0.5, "prefer"), (0.0, "must_not"), (-1.0, "must_not")]
+)
+def test_sops_by_sign(sigma, section):
+    c = calibrate("x", [sop(1, sigma, "always run the tests")], IGNORE, [], [], [])
+    assert getattr(c, section) == ["always run the tests"]
+
+
+def test_tool_memory_blocks_tools_and_targets():
+    tool_memory = [
+        (tool_space("shell"), path_entity("/etc/hosts"), pot(0.85, -0.85)),  # the tool failed: blacklisted
+        (tool_space("read"), path_entity("/secret"), pot(0.9, -0.9)),  # read fails on one target...
+        (tool_space("read"), path_entity("/a"), pot(1.6, 1.6)),  # ...but works elsewhere
+        (tool_space("read"), path_entity("/b"), pot(0.9, 0.0)),  # dead end: caution
+        (tool_space("write"), path_entity("/c"), pot(0.2, -0.2)),  # too faint: ignored
+    ]
+    c = calibrate("x", [], IGNORE, tool_memory, [], [])
+    assert c.must_not_tools == {"shell"}
+    assert c.must_not_targets == {"/secret"}
+    assert [line for line in c.prefer if "'read'" in line and "'/a'" in line]
+    assert [line for line in c.caution if "'/b'" in line]
+    assert not [line for line in c.prefer + c.caution + c.must_not if "'write'" in line]
+
+
+def test_merged_must_not_set_and_must_not_wins_over_prefer():
+    tool_memory = [(tool_space("curl"), path_entity("https://x"), pot(1.7, 1.7))]
+    c = calibrate("x", [sop(1, -1.0, "never push to main")], IGNORE, tool_memory, ["curl"], ["/tmp/out"])
+    assert c.must_not == [
+        "never push to main",
+        "use the tool 'curl' (blocked in this task)",
+        "reuse '/tmp/out' as a tool input (blocked in this task)",
+    ]
+    assert c.must_not_tools == {"curl"} and c.must_not_targets == {"/tmp/out"}
+    assert c.prefer == []
+
+
+def test_at_most_max_entries_memory_lines_in_priority_order():
+    sops = [sop(i, 1.0) for i in range(8)] + [sop(100 + i, -1.0) for i in range(8)]
+    c = calibrate("x", sops, pot(3.0, -2.0), [], ["t"], [], max_entries=10)
+    memory_lines = [line for line in c.must_not if "blocked in this task" not in line] + c.prefer + c.caution
+    assert len(memory_lines) == 10
+    assert c.must_not[:8] == [f"rule {100 + i}" for i in range(8)]  # MUST NOT SOPs first
+    assert "failed before" in c.must_not[8]  # then the intent's Avoid
+    assert c.prefer == ["rule 0"]
+    assert c.must_not[-1] == "use the tool 't' (blocked in this task)"
+
+
+def test_prompt_block_renders_every_section():
+    c = calibrate(
+        "x",
+        [sop(1, 1.0, "prefer globbing")],
+        pot(2.0, 0.0),
+        [(tool_space("rm"), path_entity("/"), pot(0.9, -0.9))],
+        [],
+        ["/tmp/gone"],
+    )
+    block = c.prompt_block()
+    for expected in ("MUST NOT", "SHOULD PREFER", "CAUTION", "- prefer globbing", "rm", "/tmp/gone"):
+        assert expected in block
+
+
+def test_from_store_queries_intent_and_plan_tools(tmp_path):
+    now = datetime.now(UTC)
+    store = MemoryStore(tmp_path, reader_idle_s=0.05)
+    intent = "summarise the logs"
+
+    def write(i, space, entity, f, sigma, level="M"):
+        store.write(
+            Megram(
+                id=f"m{i}",
+                level=level,
+                created_at=now,
+                space=space,
+                entity=entity,
+                content=f"c{i}",
+                state="s",
+                f=f,
+                sigma=sigma,
+                k=0.0 if level == "C" else 0.05,
+            )
+        )
+
+    write(1, intent_space(intent), ENV_LOCAL, 0.9, 1.0)
+    write(2, intent_space(intent), ENV_LOCAL, 1.0, 1.0, level="C")
+    write(3, tool_space("shell"), path_entity("/var/log"), 0.85, -1.0)
+    write(4, tool_space("grep"), path_entity("/var/log"), 0.85, -1.0)
+    store.ingest()
+    full = calibrate_from_store(store, intent, [], [])
+    assert full.must_not_tools == {"shell", "grep"}
+    assert "c2" in full.prefer and any("worked before" in line for line in full.prefer)
+    assert [s.id for s in full.sops] == ["m2"]
+    planned = calibrate_from_store(store, intent, ["curl"], [], plan_tools=["grep"])
+    assert planned.must_not_tools == {"grep", "curl"}
+    store.close()

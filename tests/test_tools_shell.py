@@ -1,0 +1,164 @@
+"""Executor tools, the shell: real subprocesses, Law-1 gating, timeouts, output caps, find rewrites."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from config.settings import load_settings
+from tasks.tools import ToolBox
+from tasks.tools.shell import build_shell_argv, find_on_personal_path, strip_maxdepth
+from tests.test_tools import Gate, make_box, run
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "home"
+    for rel in ("Documents/Invoice-2024.pdf", "Documents/notes.txt", ".cache/hidden.pdf"):
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text("x")
+    monkeypatch.setenv("HOME", str(path))
+    return path
+
+
+# ------------------------------------------------------------------ shell
+def test_shell_happy_path_reports_exit_code(tmp_path: Path, ws: Path) -> None:
+    (ws / "a.txt").write_text("1\n2\n3\n")
+    result = run(make_box(tmp_path, ws).call("shell", {"command": "wc -l < a.txt"}))
+    assert result.ok and result.output == "3\n[exit code 0]"
+    assert result.evidence == "shell: wc -l < a.txt → 3\n[exit code 0]"
+
+
+def test_shell_nonzero_exit_is_a_logical_failure(tmp_path: Path, ws: Path) -> None:
+    result = run(make_box(tmp_path, ws).call("shell", {"command": "echo oops >&2; exit 3"}))
+    assert not result.ok and result.failure_class == "logical" and result.output == "oops\n[exit code 3]"
+    missing = run(make_box(tmp_path, ws).call("shell", {"command": "no-such-command-xyz"}))
+    assert missing.failure_class == "environmental" and "[exit code 127]" in missing.output
+
+
+def test_shell_50_mb_output_is_capped(tmp_path: Path, ws: Path) -> None:
+    result = run(make_box(tmp_path, ws).call("shell", {"command": "yes | head -c 50000000"}))
+    assert result.ok and len(result.output) <= 4000
+    assert "characters omitted" in result.output and result.output.endswith("[exit code 0]")
+
+
+def test_shell_timeout_kills_the_process_group(tmp_path: Path, ws: Path) -> None:
+    settings = load_settings(home=str(tmp_path / "h"), workspace=str(ws), tools={"shell_timeout_s": 1.0})
+    box = ToolBox(settings, ws, Gate(False))
+    result = run(box.call("shell", {"command": "sleep 60 & echo $! > child.pid; echo started; wait"}))
+    assert not result.ok and result.failure_class == "environmental"
+    assert result.output.startswith("timed out after 1s") and "started" in result.output
+    child = int((ws / "child.pid").read_text())
+    for _ in range(50):  # the kill is asynchronous: wait for the kernel to reap it
+        if not _alive(child):
+            break
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "State:\tZ" in status.read_text())
+
+
+def test_shell_rm_denied_leaves_file(tmp_path: Path, ws: Path) -> None:
+    victim = ws / "precious.txt"
+    victim.write_text("data")
+    gate = Gate(False)
+    box = make_box(tmp_path, ws, gate)
+    result = run(box.call("shell", {"command": "rm precious.txt"}))
+    assert victim.exists()
+    assert not result.ok and result.failure_class == "environmental"
+    assert result.output.startswith("[LAW1] denied: rm precious.txt")
+    assert box.law1_denials[0].command == "rm precious.txt" and box.law1_denials[0].targets == ["precious.txt"]
+
+
+def test_shell_rm_approved_runs_and_is_recorded(tmp_path: Path, ws: Path) -> None:
+    victim = ws / "old.txt"
+    victim.write_text("data")
+    gate = Gate(True)
+    box = make_box(tmp_path, ws, gate)
+    result = run(box.call("shell", {"command": "rm old.txt && echo gone"}))
+    assert result.ok and "gone" in result.output and not victim.exists()
+    assert [a.command for a in box.approvals] == ["rm old.txt && echo gone"]
+
+
+def test_shell_reversible_command_is_not_asked(tmp_path: Path, ws: Path) -> None:
+    gate = Gate(False)
+    result = run(make_box(tmp_path, ws, gate).call("shell", {"command": "echo hi > fresh.txt && cat fresh.txt"}))
+    assert result.ok and gate.asked == [] and (ws / "fresh.txt").read_text() == "hi\n"
+
+
+def test_shell_redirect_onto_existing_file_is_gated(tmp_path: Path, ws: Path) -> None:
+    (ws / "log.txt").write_text("old")
+    gate = Gate(False)
+    result = run(make_box(tmp_path, ws, gate).call("shell", {"command": "echo new > log.txt"}))
+    assert not result.ok and (ws / "log.txt").read_text() == "old" and gate.asked[0].targets == ["log.txt"]
+
+
+def test_shell_find_on_home_goes_to_locate(tmp_path: Path, ws: Path, home: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))  # no locate index on PATH: the bounded walk answers
+    result = run(make_box(tmp_path, ws).call("shell", {"command": "find ~ -maxdepth 1 -name '*.pdf' -type f"}))
+    assert result.ok
+    lines = result.output.splitlines()
+    assert lines[0] == "[note: removed -maxdepth 1 from find]"
+    assert lines[1] == "[find on a personal path was answered by locate]"
+    assert lines[2:] == [str(home / "Documents" / "Invoice-2024.pdf")]
+
+
+def test_shell_find_maxdepth_stripped_in_project(tmp_path: Path, ws: Path) -> None:
+    (ws / "a" / "b").mkdir(parents=True)
+    (ws / "a" / "b" / "deep.txt").write_text("x")
+    result = run(make_box(tmp_path, ws).call("shell", {"command": "find . -maxdepth 1 -name deep.txt"}))
+    assert result.ok and "./a/b/deep.txt" in result.output and "removed -maxdepth 1" in result.output
+
+
+@pytest.mark.parametrize(("command", "expected", "removed"), [
+    ("find . -maxdepth 2 -name x", "find . -name x", ["-maxdepth 2"]),
+    ("find /a -maxdepth 1 -type f | wc -l", "find /a -type f | wc -l", ["-maxdepth 1"]),
+    ("ls -maxdepth 1", "ls -maxdepth 1", []),
+    ("grep -r x . && find . -name y -maxdepth 3", "grep -r x . && find . -name y", ["-maxdepth 3"]),
+])
+def test_strip_maxdepth(command: str, expected: str, removed: list[str]) -> None:
+    assert strip_maxdepth(command) == (expected, removed)
+
+
+@pytest.mark.parametrize(("command", "pattern"), [
+    ("find ~ -name '*.pdf'", "*.pdf"), ("find $HOME/Documents -iname notes.txt", "notes.txt"),
+    ("find /home/bob -type d -name src", "src"), ("find /root -name x -print", "x"),
+    ("find . -name '*.pdf'", None), ("find ~ -name x -delete", None), ("find ~ -name x | wc -l", None),
+    ("find ~ -type f", None), ("find ~ -name x -exec rm {} \\;", None), ("find /tmp -name x", None),
+])
+def test_find_on_personal_path(command: str, pattern: str | None) -> None:
+    query = find_on_personal_path(command)
+    assert (query.pattern if query else None) == pattern
+
+
+def test_build_shell_argv_is_the_sandbox_seam() -> None:
+    assert build_shell_argv("echo hi") == ["bash", "-c", "echo hi"]
+
+
+def test_destructive_find_is_not_widened(tmp_path: Path, ws: Path) -> None:
+    """-maxdepth is only stripped from harmless finds: the user approves exactly what runs."""
+    (ws / "sub").mkdir()
+    (ws / "top.tmp").write_text("x")
+    (ws / "sub" / "deep.tmp").write_text("x")
+    gate = Gate(True)
+    result = run(make_box(tmp_path, ws, gate).call("shell", {"command": "find . -maxdepth 1 -name '*.tmp' -delete"}))
+    assert result.ok and gate.asked[0].command == "find . -maxdepth 1 -name '*.tmp' -delete"
+    assert not (ws / "top.tmp").exists() and (ws / "sub" / "deep.tmp").exists()
