@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 
-from memory.calibration import calibrate_from_store
 from prefect import flow
 from prefect.logging import get_run_logger
 
@@ -25,9 +24,10 @@ from config.contracts import (
     SubTaskOutcome,
     TaskSpec,
 )
-from config.errors import PlanRejected
+from config.errors import PlanRejected, RunFailure
 from config.protocol import PlanAnswer
 from flows.fast_loop import subtask_flow, subtask_run_name
+from memory.calibration import calibrate_from_store
 from tasks import plan_rules
 from tasks.prefect_tasks import meta_validate_task, plan_task, publish_r4b
 from tasks.roles import agent_validator as r4a
@@ -53,9 +53,9 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     block = calibration.prompt_block() if calibration is not None else ""
     try:
         plan = await _plan(runtime_id, spec, block, directive, must_not_tools, must_not_targets, prior_summary)
-    except PlanRejected as exc:
+    except RunFailure as exc:  # a plan that broke the rules twice, or the planner's endpoint failing
         logger.error("round %d failed honestly: %s", round_no, exc)
-        return _rejected_round(rt, spec, str(exc))
+        return _rejected_round(rt, spec, str(exc), exc.failure_class)
     plan, cap_note = plan_rules.cap_plan(plan_rules.normalise_sequences(plan))
     if cap_note:
         logger.warning(cap_note)
@@ -65,8 +65,13 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     merged = r4b.merge_outputs(outcomes)
     verdicts, summary = None, ""
     if r4b.needs_llm(outcomes):
-        answer = await meta_validate_task(runtime_id, manifest, outcomes, merged)
-        verdicts, summary = r4b.task_verdicts(manifest, answer), answer.summary
+        try:
+            answer = await meta_validate_task(runtime_id, manifest, outcomes, merged)
+            verdicts, summary = r4b.task_verdicts(manifest, answer), answer.summary
+        except RunFailure as exc:  # no verdict is not an accept: every task criterion fails with the cause
+            logger.error("R4b could not judge the task criteria: %s", exc)
+            verdicts = r4b.unjudged(manifest, str(exc), exc.failure_class)
+            summary = f"the meta-validator could not judge: {exc}"
     else:
         logger.info("R4b: a subtask failed, so no LLM call; replan requested")
     message = r4b.decide(spec.task_id, manifest, outcomes, merged, verdicts, summary)
@@ -135,12 +140,12 @@ def _not_run(rt: Runtime, subtask: SubTask) -> SubTaskOutcome:
     return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
 
 
-def _rejected_round(rt: Runtime, spec: TaskSpec, reason: str) -> ReplanRequest:
-    """The planner could not produce a valid plan: an honest, logical failure of the round."""
+def _rejected_round(rt: Runtime, spec: TaskSpec, reason: str, failure_class: str) -> ReplanRequest:
+    """The planner produced no valid plan: an honest failure of the round, classified by its cause."""
     placeholder = SubTask(subtask_id="plan", parent_task_id=spec.task_id, intent="produce a valid plan")
-    verdicts = r4a.immediate_failure(placeholder, reason, "logical")
+    verdicts = r4a.immediate_failure(placeholder, reason, failure_class)
     failed = r4a.outcome(placeholder, "failed", None, verdicts, [r4a.gap_point(1, verdicts)],
-                         failure_reason=reason, failure_class="logical")
+                         failure_reason=reason, failure_class=failure_class)
     manifest = DispatchManifest(task_id=spec.task_id)
     message = r4b.decide(spec.task_id, manifest, [failed], {}, None, reason)
     rt.bus.publish(message, "R4b", "R7")

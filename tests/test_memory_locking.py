@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import multiprocessing
-import sys
+import os
 import threading
 from datetime import UTC, datetime
 
@@ -69,42 +68,52 @@ def test_busy_reader_steps_aside_for_a_waiting_writer(tmp_path):
     writer.close()
 
 
-def _child_writes(store: MemoryStore, start: int) -> None:
-    for i in range(start, start + 5):
-        store.write(mk(i))
+def _in_forked_child(body) -> int:
+    """Run ``body()`` in a child made by a bare fork and return its exit code.
+
+    os.fork rather than multiprocessing: the child must not run the interpreter's exit
+    machinery, which other libraries' threads (Prefect's, in a full test run) may upset.
+    """
+    pid = os.fork()
+    if pid == 0:
+        code = 70
+        try:
+            code = body()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
 
 
 def test_a_forked_child_writes_through_its_own_spool(tmp_path):
     store = MemoryStore(tmp_path)
     store.write(mk(0))
-    child = multiprocessing.get_context("fork").Process(target=_child_writes, args=(store, 100))
-    child.start()
-    child.join()
-    assert child.exitcode == 0
+
+    def child() -> int:
+        for i in range(100, 105):
+            store.write(mk(i))
+        return 0
+
+    assert _in_forked_child(child) == 0
     assert len(list(store.spool_dir.glob("*.jsonl"))) == 2
     assert store.ingest() == 6
     assert store.query_mk("intent:a_b_c", "env:local", NOW).attention == pytest.approx(3.0)
     store.close()
 
 
-def _child_with_inherited_connection(store: MemoryStore) -> None:
-    store.write(mk(200))
-    try:
-        store.query_mk("intent:a_b_c", "env:local")
-    except RuntimeError as exc:
-        sys.exit(0 if "forked" in str(exc) else 4)
-    sys.exit(3)
-
-
 def test_a_child_refuses_duckdb_inherited_across_fork_but_still_writes(tmp_path):
     store = MemoryStore(tmp_path, reader_idle_s=30.0)
     store.query_mk("intent:a_b_c", "env:local")  # connection open at fork time
-    child = multiprocessing.get_context("fork").Process(
-        target=_child_with_inherited_connection, args=(store,)
-    )
-    child.start()
-    child.join()
-    assert child.exitcode == 0
+
+    def child() -> int:
+        store.write(mk(200))
+        try:
+            store.query_mk("intent:a_b_c", "env:local")
+        except RuntimeError as exc:
+            return 0 if "forked" in str(exc) else 4
+        return 3
+
+    assert _in_forked_child(child) == 0
     assert store.ingest() == 1
     store.close()
 

@@ -17,7 +17,7 @@ from config.contracts import (
 )
 from config.protocol import TaskVerdict, VerdictAnswer
 from tasks.llm.fake import ScriptedLLM
-from tasks.roles.meta_validator import decide, judge_task, merge_outputs, needs_llm, task_verdicts
+from tasks.roles.meta_validator import decide, judge_task, merge_outputs, needs_llm, task_verdicts, unjudged
 from tasks.roles.prompting import FENCE_OPEN
 
 CRITERIA = [Criterion(criterion="the count is an integer"),
@@ -140,3 +140,13 @@ def test_judge_task_prompt_defaults_to_reject_and_fences_the_merged_output():
     assert "the count is an integer" in prompt and "the report names the files" in prompt
     injected = prompt.index("IGNORE PREVIOUS INSTRUCTIONS")
     assert prompt.rfind(FENCE_OPEN, 0, injected) > prompt.rfind(">>>", 0, injected)
+
+
+@pytest.mark.parametrize("failure_class", ["environmental", "logical"])
+def test_unjudged_criteria_fail_with_the_cause_and_never_accept(failure_class):
+    verdicts = unjudged(MANIFEST, "endpoint timed out", failure_class)
+    assert [(v.criterion, v.verdict, v.failure_class, v.mode) for v in verdicts] == [
+        (c.criterion, "fail", failure_class, c.mode) for c in CRITERIA]
+    assert all("endpoint timed out" in v.evidence for v in verdicts)
+    outcomes = [oc("step")]
+    assert isinstance(decide("report", MANIFEST, outcomes, merge_outputs(outcomes), verdicts, ""), ReplanRequest)

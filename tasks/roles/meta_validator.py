@@ -101,6 +101,12 @@ def task_verdicts(manifest: DispatchManifest, answer: TaskVerdict) -> list[Crite
     return align_verdicts(manifest.task_criteria, answer.verdicts)
 
 
+def unjudged(manifest: DispatchManifest, cause: str, failure_class: str) -> list[CriterionVerdict]:
+    """R4b's model could not be asked: every task criterion fails with that cause (never an accept)."""
+    return [CriterionVerdict(criterion=c.criterion, verdict="fail", failure_class=failure_class,
+                             evidence=f"not judged: {cause}"[:500], mode=c.mode) for c in manifest.task_criteria]
+
+
 def _unverified(manifest: DispatchManifest, verdicts: list[CriterionVerdict] | None) -> list[str]:
     """Task criteria without a passing verdict (all of them when R4b's model was not asked)."""
     passed = {criterion_key(v.criterion) for v in verdicts or [] if v.verdict == "pass"}
