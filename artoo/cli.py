@@ -9,6 +9,7 @@ are for bugs only.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -16,10 +17,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from artoo.cli_memory import dream as dream_command
+from artoo.cli_memory import memory_app
 from config.errors import ArtooError, ConfigurationError
 
 app = typer.Typer(help="artoo: a self-correcting task agent for your machine, on Prefect.", no_args_is_help=True)
-memory_app = typer.Typer(help="Inspect and maintain the MKCT memory.", no_args_is_help=True)
 policy_app = typer.Typer(help="Law 1: judge whether an action is irreversible.", no_args_is_help=True)
 audit_app = typer.Typer(help="The Auditor's report and its hash-chained log.", invoke_without_command=True)
 app.add_typer(memory_app, name="memory")
@@ -109,17 +111,96 @@ def demo(
 
 @app.command()
 def serve() -> None:
-    """Serve the artoo-task, dreamer and auditor deployments against PREFECT_API_URL."""
-    not_available("serve", "deployments")
+    """Serve the artoo-task, dreamer and auditor deployments against PREFECT_API_URL (SIGTERM stops)."""
+    from prefect.settings import PREFECT_API_URL
+
+    from config.settings import load_settings
+    from flows.deployments import require_api_url, serve_all
+
+    try:
+        api_url = require_api_url(PREFECT_API_URL.value())
+        settings = load_settings()
+    except ArtooError as exc:
+        fail(exc)
+    ui = api_url.removesuffix("/").removesuffix("/api")
+    err.print(f"artoo serve: serving artoo-task, dreamer and auditor to {api_url}\n"
+              f"  run a task from the UI: {ui}/deployments (artoo-task → Run → Custom run)\n"
+              "  Ctrl-C or SIGTERM stops serving (the schedules are paused until the next `artoo serve`)",
+              highlight=False, soft_wrap=True)
+    serve_all(settings)
 
 
 @app.command()
-def dream(
-    at: Annotated[str | None, typer.Option(help="Evaluate decay at this ISO8601 time.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+def server(
+    port: Annotated[int, typer.Option(help="Loopback port of the Prefect API and UI.")] = 4200,
 ) -> None:
-    """Run one Dreamer pass now and print what it did."""
-    not_available("dream", "memory")
+    """Start a local Prefect server (with its own PostgreSQL) on loopback until Ctrl-C or SIGTERM."""
+    from config.settings import load_settings
+
+    try:
+        prefect, database = _start_server(load_settings().home_dir / "server", port)
+    except ArtooError as exc:
+        fail(exc)
+    print(f"Prefect UI: http://127.0.0.1:{prefect.port}\nexport PREFECT_API_URL={prefect.api_url}", flush=True)
+    err.print(f"artoo server: running over {'PostgreSQL' if database else 'SQLite'}, home {prefect.home} "
+              "(Ctrl-C or SIGTERM stops it)", highlight=False)
+    try:
+        died = _wait_for_stop(prefect)
+    finally:
+        prefect.stop()
+        if database:
+            database.stop()
+    if died:
+        err.print(f"artoo server: the Prefect server exited on its own; see {prefect.home / 'server.log'}")
+    raise typer.Exit(1 if died else 0)
+
+
+def _start_server(root: Path, port: int):
+    """PostgreSQL (when it can run here; else SQLite, said plainly) and Prefect on 127.0.0.1:port."""
+    import socket
+
+    from artoo.local_server import Postgres, PrefectServer, postgres_bin
+
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", port)) == 0:
+            raise ConfigurationError(f"port {port} on 127.0.0.1 is already in use (another Prefect server?): "
+                                     "stop it, or pick another port with --port")
+    root.mkdir(parents=True, exist_ok=True)
+    database = None
+    if postgres_bin() is not None:
+        try:
+            database = Postgres(root / "postgres").start()
+        except ConfigurationError as exc:  # e.g. root with ARTOO_HOME where the postgres user cannot reach
+            err.print(f"artoo server: PostgreSQL would not start, using SQLite (parallel subtasks start "
+                      f"slower): {exc}", highlight=False)
+    prefect = PrefectServer(root / "prefect", port=port, database_url=database.url if database else None)
+    try:
+        prefect.start()
+    except BaseException:
+        if database:
+            database.stop()
+        raise
+    return prefect, database
+
+
+def _wait_for_stop(prefect) -> bool:
+    """Block until SIGTERM or Ctrl-C (→ False) or until the server process dies (→ True)."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.is_set():
+            if prefect.process.poll() is not None:
+                return True
+            stop.wait(0.5)
+    except KeyboardInterrupt:
+        pass
+    return False
+
+
+app.command("dream")(dream_command)
 
 
 @app.command()
@@ -218,6 +299,8 @@ def policy_check(
 
 def main() -> None:
     """Console-script entry point."""
+    # A local agent does not phone home; the ephemeral Prefect server inherits this.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     try:
         app()
     except KeyboardInterrupt:

@@ -24,6 +24,7 @@ pass's transaction and kept only if the pair still qualifies the same way.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -40,6 +41,8 @@ from memory import dream_ops
 from memory.potentials import live_attention, to_us
 from memory.schema import compact, needs_compaction, tag_key
 from memory.store import MemoryStore
+
+log = logging.getLogger("artoo.memory")
 
 ConsolidationKind = Literal["best_practice", "constraint"]
 Distil = Callable[[str, str, str, list[Megram]], Consolidation]
@@ -128,8 +131,10 @@ def _distil_all(candidates: list[dream_ops.Candidate], distil: Distil, report: D
     for c in candidates:
         try:
             answer = distil(c.space, c.entity, c.kind, c.megrams)
-        except ArtooError as exc:
-            report.consolidation_failed.append(f"{c.space} {c.entity}: {exc}")
+        except Exception as exc:  # one pair's failed distillation must not cost the pass its forgetting
+            if not isinstance(exc, ArtooError | TimeoutError):
+                log.warning("distillation of %s %s raised", c.space, c.entity, exc_info=True)
+            report.consolidation_failed.append(f"{c.space} {c.entity}: {type(exc).__name__}: {exc}")
             continue
         if answer.kind != c.kind:
             report.consolidation_failed.append(f"{c.space} {c.entity}: asked for {c.kind}, got {answer.kind}")

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memory.locks import try_flock
-from memory.schema import tag_array
+from memory.schema import ROW_GROUP, tag_array
 from memory.spool import SPOOL_SUFFIX, parse_spool, split_lines
 
 log = logging.getLogger("artoo.memory")
@@ -132,7 +132,7 @@ SELECT b.id, b.level, make_timestamp(b.created_at),
 FROM {source} b
 ANTI JOIN (SELECT id FROM megrams WHERE tag IN (SELECT DISTINCT tag FROM spool_batch WHERE op = 'm')) m
     ON m.id = b.id
-ORDER BY b.tag, b.created_at
+{order}
 """
 """New Megrams only.  An id always belongs to one tag pair, so existing ids are looked up among the
 batch's pairs alone: a scan of the integer tag column instead of every stored id (~30 ms instead
@@ -158,7 +158,9 @@ def _load(con: duckdb.DuckDBPyConnection, table: pa.Table, result: IngestResult)
         if megram_rows:
             ids = pc.filter(table["id"], pc.equal(table["op"], "m"))
             source = _ALL_MEGRAMS if pc.count_distinct(ids).as_py() == megram_rows else _FIRST_OF_EACH_ID
-            result.inserted = con.execute(_INSERT.format(source=source)).fetchone()[0]
+            # sorting pays only when the batch fills row groups whose zone maps it can then narrow
+            order = "ORDER BY b.tag, b.created_at" if megram_rows >= ROW_GROUP else ""
+            result.inserted = con.execute(_INSERT.format(source=source, order=order)).fetchone()[0]
             result.duplicates = megram_rows - result.inserted
         if megram_rows < table.num_rows:
             result.recalls = con.execute(_RECALL).fetchone()[0]

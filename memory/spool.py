@@ -74,14 +74,12 @@ def megram_problem(m: Megram) -> str | None:
 
 
 def encode_megram(m: Megram) -> bytes:
-    """One spool line for a Megram."""
-    recalled = m.last_recalled_at
+    """One spool line for a Megram (a null recall time and empty derived_from are left out)."""
     record = {
         "op": "m",
         "id": m.id,
         "level": m.level,
         "created_at": to_us(m.created_at),
-        "last_recalled_at": None if recalled is None else to_us(recalled),
         "space": m.space,
         "entity": m.entity,
         "content": m.content,
@@ -89,8 +87,11 @@ def encode_megram(m: Megram) -> bytes:
         "f": m.f,
         "sigma": m.sigma,
         "k": m.k,
-        "derived_from": m.derived_from,
     }
+    if m.last_recalled_at is not None:
+        record["last_recalled_at"] = to_us(m.last_recalled_at)
+    if m.derived_from:
+        record["derived_from"] = m.derived_from
     return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
@@ -118,9 +119,12 @@ class SpoolWriter:
             if self._fd is None or self._size >= self._rotate_bytes:
                 self._open_next()
             view = memoryview(data)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
+            try:
+                while view:
+                    view = view[os.write(self._fd, view) :]
+            except OSError:  # e.g. disk full: cut the partial line off (only we write this file)
+                os.ftruncate(self._fd, self._size)
+                raise
             self._size += len(data)
 
     def _open_next(self) -> None:

@@ -212,7 +212,13 @@ def test_without_distil_consolidation_is_skipped_and_reported(store):
     assert store.query_c(*GOOD) == []
 
 
-@pytest.mark.parametrize("distil", [Distiller(fail_on={GOOD[0]}), Distiller(wrong_kind=True)])
+def _raises_timeout(space, entity, kind, megrams):
+    raise TimeoutError("the model did not answer in time")
+
+
+@pytest.mark.parametrize(
+    "distil", [Distiller(fail_on={GOOD[0]}), Distiller(wrong_kind=True), _raises_timeout]
+)
 def test_failed_distillation_is_reported_and_promotes_nothing(store, distil):
     for i in range(8):
         store.write(mk(i, GOOD))

@@ -7,6 +7,13 @@ flags, a write onto an existing file) the gate asks the user; a denial is record
 ``law1_denials`` and returned as ``[LAW1] denied: …``, an approval in ``approvals``.
 Output reaches the model as headTail(output, 4000); evidence is recorded by code as
 ``name: input → firstN(output, 200)``.
+
+Confinement (why: the arguments are written by a model that may have read hostile text):
+read_file and glob stay inside the read roots (the workspace and the home directory unless
+``allowed_roots`` says otherwise), write_file creates files only inside the write roots
+(the workspace), and every path is resolved through symlinks and ``..`` first.  Shell
+commands run in the sandbox of tasks.tools.sandbox; network is off unless the subtask
+needs the web (the ``network`` flag, or once it has called ``search``).
 """
 
 from __future__ import annotations
@@ -14,11 +21,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
+import os
 from pathlib import Path
 
 from config.settings import Settings
 from tasks.policy import judge_command, judge_write, real_exists
-from tasks.tools import files, shell
+from tasks.tools import files, sandbox, shell
 from tasks.tools.locate import locate
 from tasks.tools.models import Gate, PendingAction, ToolError, ToolResult
 from tasks.tools.specs import PRIMARY, SPECS
@@ -31,16 +40,26 @@ class ToolBox:
 
     def __init__(self, settings: Settings, workspace: Path, gate: Gate, blocked_tools: set[str] = frozenset(),
                  blocked_targets: set[str] = frozenset(), allowed_roots: list[Path] | None = None, *,
-                 search_url: str = DDG_URL) -> None:
+                 search_url: str = DDG_URL, network: bool = False, write_roots: list[Path] | None = None,
+                 sandbox_mode: str | None = None, limits: sandbox.Limits | None = None) -> None:
         self.settings = settings
         self.workspace = Path(workspace).expanduser()
         self.gate = gate
         self.blocked_tools = set(blocked_tools)
         self.blocked_targets = {t for t in blocked_targets if t}
         self.allowed_roots = allowed_roots
+        self.read_roots = [Path(r).expanduser() for r in allowed_roots or [self.workspace, Path.home()]]
+        self.write_roots = [Path(r).expanduser() for r in write_roots or [self.workspace]]
         self.search_url = search_url
+        self.network = network
+        """Shell commands may use the network (set when the subtask needs the web, or after a search)."""
+        self.sandbox_mode = sandbox_mode or getattr(settings.tools, "sandbox", "auto")
+        if self.sandbox_mode not in sandbox.MODES:
+            raise ValueError(f"sandbox mode must be one of {', '.join(sandbox.MODES)}, got {self.sandbox_mode!r}")
+        self.limits = limits or sandbox.Limits()
         self.law1_denials: list[PendingAction] = []
         self.approvals: list[PendingAction] = []
+        self._described = False
 
     def specs(self) -> list[dict]:
         """Function-tool specs of the tools not blocked this round."""
@@ -72,6 +91,8 @@ class ToolBox:
             return self._result(name, value, exc)
         except OSError as exc:
             return self._result(name, value, ToolError(f"{name} failed: {exc}", "environmental"))
+        if name == "search":
+            self.network = True  # the subtask needs the web: its shell commands may fetch what it found
         return self._result(name, value, output)
 
     def _result(self, name: str, shown: str, outcome: str | ToolError) -> ToolResult:
@@ -87,11 +108,9 @@ class ToolBox:
             answer = await asyncio.to_thread(locate, value, Path.home())
             return answer.render(value, f"under {Path.home()}")
         if name == "glob":
-            files.check_allowed(self.workspace, self.allowed_roots)
-            return await asyncio.to_thread(files.glob_files, value, self.workspace)
+            return await asyncio.to_thread(files.glob_files, value, self.workspace, roots=self.read_roots)
         if name == "read_file":
-            path = files.resolve_path(value, self.workspace)
-            files.check_allowed(path, self.allowed_roots)
+            path = files.confine(files.resolve_path(value, self.workspace), self.read_roots, "read_file")
             return await asyncio.to_thread(files.read_text, path)
         if name == "write_file":
             return await self._write(value, args.get("content"))
@@ -102,8 +121,11 @@ class ToolBox:
     async def _write(self, raw: str, content: object) -> str:
         if not isinstance(content, str):
             raise ToolError("write_file needs a string argument 'content'", "logical")
-        path = files.resolve_path(raw, self.workspace)
-        files.check_allowed(path, self.allowed_roots)
+        path = files.confine(files.resolve_path(raw, self.workspace), self.read_roots, "write_file")
+        if not os.path.lexists(path) and not files.within(str(path), self.write_roots):
+            names = ", ".join(str(r) for r in self.write_roots)
+            raise ToolError(f"write_file refused: new files are created only in {names}; {path} is outside. "
+                            "Write the file there instead.", "environmental")
         verdict = judge_write(path, exists=real_exists)
         if verdict.irreversible:
             action = PendingAction(tool="write_file", command=f"write_file {path}", targets=[str(path)],
@@ -126,24 +148,43 @@ class ToolBox:
 
     async def _shell(self, command: str) -> str:
         verdict = judge_command(command, self.workspace, exists=real_exists)
-        notes: list[str] = []
         if verdict.irreversible:  # run exactly what the user approves: no rewrite widens a destructive find
             await self._confirm(PendingAction(tool="shell", command=command, targets=verdict.targets,
                                               reason=verdict.reason))
-        else:
-            command, removed = shell.strip_maxdepth(command)
-            notes = [f"[note: removed {', '.join(removed)} from find]"] if removed else []
-            query = shell.find_on_personal_path(command)
-            if query is not None:
-                return await self._find_via_locate(query, notes)
+            return await self._run(command, [], approved=True)
+        command, removed = shell.strip_maxdepth(command)
+        notes = [f"[note: removed {', '.join(removed)} from find]"] if removed else []
+        query = shell.find_on_personal_path(command)
+        if query is not None:
+            return await self._find_via_locate(query, notes)
         return await self._run(command, notes)
 
-    async def _run(self, command: str, notes: list[str]) -> str:
+    async def _sandbox(self, approved: bool) -> sandbox.Sandbox:
+        """How this command is confined; an approved Law-1 action runs outside bubblewrap, under the limits."""
+        binary = None
+        if self.sandbox_mode != "off" and not approved:
+            binary = await asyncio.to_thread(sandbox.find_bwrap)
+            if binary is None and self.sandbox_mode == "require":
+                raise ToolError("shell refused: the sandbox is required but bubblewrap cannot run here: "
+                                f"{sandbox.bwrap_problem()}", "environmental")
+        box = sandbox.Sandbox(self.workspace, self.network, self.limits, binary)
+        timeout = self.settings.tools.shell_timeout_s
+        if approved:
+            _log(logging.WARNING, f"shell: a Law-1 action approved by the user runs outside the sandbox "
+                                  f"(limits still apply): {sandbox.describe(box, timeout)}")
+        elif not self._described:
+            self._described = True
+            _log(logging.INFO if binary else logging.WARNING, sandbox.describe(box, timeout))
+        return box
+
+    async def _run(self, command: str, notes: list[str], approved: bool = False) -> str:
         self.workspace.mkdir(parents=True, exist_ok=True)
         timeout = self.settings.tools.shell_timeout_s
         prefix = "".join(n + "\n" for n in notes)
         limit = max(self.settings.tools.head_tail_limit - len(prefix) - 40, 200)
-        done = await shell.run_capped(shell.build_shell_argv(command), self.workspace, timeout, limit)
+        argv = shell.build_shell_argv(command, await self._sandbox(approved))
+        env = sandbox.scrubbed_env(os.environ)
+        done = await shell.run_capped(argv, self.workspace, timeout, limit, env=env)
         if done.timed_out:
             raise ToolError(f"{prefix}timed out after {timeout:g}s (the command and its children were killed)"
                             f"\n{done.output}", "environmental")
@@ -161,6 +202,17 @@ class ToolBox:
         where = "under " + ", ".join(str(r) for r in query.roots)
         header = "[find on a personal path was answered by locate]"
         return "\n".join([*notes, header, answer.render(query.pattern, where)])
+
+
+def _log(level: int, message: str) -> None:
+    """Into the Prefect run's log when inside a run, else the ``artoo.tools`` logger."""
+    try:
+        from prefect.logging import get_run_logger
+
+        logger = get_run_logger()
+    except Exception:  # outside a flow or task run
+        logger = logging.getLogger("artoo.tools")
+    logger.log(level, message)
 
 
 def _kind_ok(path: str, kind: str | None) -> bool:

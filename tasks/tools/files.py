@@ -4,12 +4,19 @@ Reading never dumps binary: a NUL byte or a known magic number gets a one-line s
 instead, and text is decoded with ``errors="replace"`` so a stray Latin-1 byte cannot
 break a run.  Writing is plain I/O here; whether it needs the user's approval is the
 ToolBox's question (Law 1), asked before this module is called.
+
+Paths are confined: ``confine`` resolves every symlink and ``..`` to the real path and
+refuses one outside the allowed roots, so a link planted in the workspace cannot lead a
+read or a write elsewhere.  Only regular files are read or written: a device, FIFO or
+socket is refused (reading a FIFO would hang the run, writing a device could harm it),
+and files are opened without following a last-moment symlink or blocking on a FIFO.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from pathlib import Path
 
 from tasks.tools.models import ToolError
@@ -32,17 +39,44 @@ def resolve_path(raw: str, workspace: Path) -> Path:
     return Path(os.path.normpath(path))
 
 
-def check_allowed(path: Path, allowed_roots: list[Path] | None) -> None:
-    """Refuse a path outside the allowed roots (when roots are set)."""
-    if not allowed_roots:
-        return
-    real = os.path.realpath(path)
-    for root in allowed_roots:
+def within(real: str, roots: list[Path]) -> bool:
+    """Whether the real path ``real`` is one of ``roots`` or lies beneath one (roots are resolved too)."""
+    for root in roots:
         base = os.path.realpath(Path(root).expanduser())
         if real == base or real.startswith(base.rstrip("/") + "/"):
-            return
-    roots = ", ".join(str(r) for r in allowed_roots)
-    raise ToolError(f"{path} is outside the allowed roots ({roots})", "environmental")
+            return True
+    return False
+
+
+def confine(path: Path, roots: list[Path], what: str = "access") -> Path:
+    """The real path of ``path`` (symlinks and ``..`` resolved); ToolError when it leaves ``roots``."""
+    real = os.path.realpath(path)
+    if within(real, roots):
+        return Path(real)
+    via = "" if real == str(path) else f" (it resolves to {real})"
+    names = ", ".join(str(r) for r in roots)
+    raise ToolError(f"{what} refused: {path}{via} is outside the allowed roots ({names})", "environmental")
+
+
+def check_allowed(path: Path, allowed_roots: list[Path] | None) -> None:
+    """Refuse a path outside the allowed roots (when roots are set)."""
+    if allowed_roots:
+        confine(path, allowed_roots)
+
+
+def special_kind(mode: int) -> str | None:
+    """'device', 'FIFO' or 'socket' for a non-regular, non-directory file mode, else None."""
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    return "socket" if stat.S_ISSOCK(mode) else None
+
+
+def _refuse_special(path: Path, mode: int, tool: str) -> None:
+    kind = special_kind(mode)
+    if kind is not None:
+        raise ToolError(f"{path} is a {kind}, not a regular file; {tool} handles regular files only", "logical")
 
 
 def sniff_binary(sample: bytes) -> str | None:
@@ -63,11 +97,14 @@ def read_text(path: Path, cap: int = READ_CAP) -> str:
     if path.is_dir():
         raise ToolError(f"{path} is a directory, not a file; use glob to list it", "logical")
     try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
-            data = handle.read(cap)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)  # a FIFO must not hang the run
     except PermissionError as exc:
         raise ToolError(f"permission denied reading {path}: {exc.strerror}", "environmental") from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        _refuse_special(path, info.st_mode, "read_file")
+        size = info.st_size
+        data = handle.read(cap)
     kind = sniff_binary(data[:8192])
     if kind:
         return f"binary file {path}: {size} bytes, {kind}; not shown as text"
@@ -82,20 +119,32 @@ def write_text(path: Path, content: str) -> str:
     if path.is_dir():
         raise ToolError(f"{path} is a directory; give a file path", "logical")
     existed = os.path.lexists(path)
+    if existed:
+        _refuse_special(path, os.lstat(path).st_mode, "write_file")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
     except PermissionError as exc:
         raise ToolError(f"permission denied writing {path}: {exc.strerror}", "environmental") from exc
+    with os.fdopen(fd, "wb") as handle:
+        _refuse_special(path, os.fstat(fd).st_mode, "write_file")
+        handle.write(content.encode("utf-8"))
     verb = "overwrote" if existed else "created"
     return f"{verb} {path} ({len(content)} characters)"
 
 
-def glob_files(pattern: str, root: Path, cap: int = GLOB_CAP, visit_cap: int = GLOB_VISIT_CAP) -> str:
-    """Files matching ``pattern`` under ``root`` (recursive when the pattern has no '/'), one per line."""
+def glob_files(pattern: str, root: Path, cap: int = GLOB_CAP, visit_cap: int = GLOB_VISIT_CAP,
+               roots: list[Path] | None = None) -> str:
+    """Files matching ``pattern`` under ``root`` (recursive when the pattern has no '/'), one per line.
+
+    With ``roots``, the glob's own root must lie inside them and matches that resolve outside
+    them (through a symlink or ``..``) are left out.
+    """
     pattern = pattern.strip()
     if os.path.isabs(os.path.expanduser(pattern)):
         root, pattern = _split_absolute(os.path.expanduser(pattern))
+    if roots:
+        confine(root, roots, "glob")
     if not root.is_dir():
         raise ToolError(f"glob root {root} is not a directory", "logical")
     matches, visited, stopped = [], 0, False
@@ -109,10 +158,13 @@ def glob_files(pattern: str, root: Path, cap: int = GLOB_CAP, visit_cap: int = G
                 break
     else:
         matches, stopped = _walk_match(root, pattern, cap, visit_cap)
+    kept = [m for m in matches if not roots or within(os.path.realpath(m), roots)]
+    left_out, matches = len(matches) - len(kept), kept
+    hidden = f"\n({left_out} match(es) resolving outside the allowed roots left out)" if left_out else ""
     if not matches:
-        return f"no files match {pattern!r} under {root}"
+        return f"no files match {pattern!r} under {root}{hidden}"
     note = f"\n(stopped after {len(matches)} matches; narrow the pattern for more)" if stopped else ""
-    return "\n".join(sorted(matches)) + note
+    return "\n".join(sorted(matches)) + note + hidden
 
 
 def _split_absolute(pattern: str) -> tuple[Path, str]:

@@ -1,4 +1,4 @@
-"""The shell tool's mechanics: rewriting find, and running bash with bounds.
+"""The shell tool's mechanics: rewriting find, and running bash with bounds (see sandbox.py).
 
 ``find`` on a personal path (``~``, ``$HOME``, ``/home/…``, ``/root``) is answered by
 locate instead — the spec's redirect, because walking a whole home directory is slow
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.policy_shell import ParseError, parse
+from tasks.tools.sandbox import Sandbox, wrap
 from tasks.tools.text import HeadTailBuffer
 
 CHUNK = 65_536
@@ -28,9 +29,10 @@ PERSONAL = re.compile(r"^(~|~/.*|\$HOME(/.*)?|\$\{HOME\}(/.*)?|/home/[^/]+(/.*)?
 SAFE_PRIMARIES = {"-print": 0, "-name": 1, "-iname": 1, "-type": 1, "-mindepth": 1, "-maxdepth": 1}
 
 
-def build_shell_argv(command: str) -> list[str]:
-    """The argv that runs one shell command: the single seam where a sandbox (bubblewrap) will wrap it."""
-    return ["bash", "-c", command]
+def build_shell_argv(command: str, sandbox: Sandbox | None = None) -> list[str]:
+    """The argv that runs one shell command, confined by ``sandbox`` (limits, plus bubblewrap when it works)."""
+    argv = ["bash", "-c", command]
+    return argv if sandbox is None else wrap(argv, sandbox)
 
 
 def strip_maxdepth(command: str) -> tuple[str, list[str]]:
@@ -96,11 +98,12 @@ class Completed:
     total_bytes: int
 
 
-async def run_capped(argv: list[str], cwd: Path, timeout_s: float, limit: int) -> Completed:
+async def run_capped(argv: list[str], cwd: Path, timeout_s: float, limit: int,
+                     env: dict[str, str] | None = None) -> Completed:
     """Run argv in its own process group; keep at most ``limit`` characters of head+tail output."""
     buffer = HeadTailBuffer(limit, limit)
     proc = await asyncio.create_subprocess_exec(*argv, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
-                                                stdout=asyncio.subprocess.PIPE,
+                                                stdout=asyncio.subprocess.PIPE, env=env,
                                                 stderr=asyncio.subprocess.STDOUT, start_new_session=True)
 
     async def pump() -> None:

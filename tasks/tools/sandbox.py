@@ -1,0 +1,155 @@
+"""The shell tool's sandbox: bubblewrap when it works here, resource limits always.
+
+WHY: the shell runs command lines a model wrote, and a model can be wrong or steered by
+text it read (prompt injection).  Law 1 stops the irreversible commands the policy can
+recognise; the sandbox bounds the ones it cannot.  Under bubblewrap a command sees a
+read-only root, a private ``/tmp``, its own PID/IPC/UTS namespaces, no capabilities and
+no network, and can write only inside the workspace.  Network is granted only when the
+subtask needs the web (the ToolBox decides: its ``network`` flag, or a ``search`` call).
+A command the user explicitly approved under Law 1 runs outside the filesystem sandbox
+(the user authorised exactly that action, which may need to change files elsewhere),
+still under the limits.
+
+Limits apply with or without bubblewrap: CPU seconds, data memory, the size of any file
+written, open files, no core dumps (``ulimit`` inside, before the command starts), and the
+wall-clock timeout of ``run_capped``.  The environment is scrubbed of secrets (API keys,
+tokens, passwords, the LLM endpoint settings) so ``env`` cannot leak them.  Without a
+working bubblewrap the fallback is stated in the run's logs by the ToolBox.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import resource
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MODES = ("auto", "require", "off")
+"""auto: bubblewrap when it works, else limits only; require: refuse to run without it; off: limits only."""
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
+PRIVATE_PREFIXES = ("OPENAI_", "BRAIN_", "TOOL_", "ARTOO_", "PREFECT_")
+"""Environment that is artoo's own business, never the command's."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-command resource limits, enforced with ``ulimit`` before the command starts."""
+
+    cpu_s: int = 120
+    """CPU seconds (RLIMIT_CPU); the wall-clock timeout is the ToolBox's shell_timeout_s."""
+    memory_mb: int = 4096
+    """Data memory (RLIMIT_DATA): heap and private mappings, not address-space reservations."""
+    file_mb: int = 1024
+    """Largest file a command may write (RLIMIT_FSIZE); bigger writes fail with SIGXFSZ."""
+    open_files: int = 1024
+    """Open file descriptors (RLIMIT_NOFILE)."""
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How one shell command is confined."""
+
+    workspace: Path
+    network: bool = False
+    limits: Limits = field(default_factory=Limits)
+    bwrap: str | None = None
+    """A bubblewrap binary known to work here, or None for the limits-only fallback."""
+
+
+_LIMITS = (("t", resource.RLIMIT_CPU, 1), ("d", resource.RLIMIT_DATA, 1024), ("f", resource.RLIMIT_FSIZE, 1024),
+           ("n", resource.RLIMIT_NOFILE, 1))
+
+
+def ulimit_line(limits: Limits, hard: Mapping[int, int] | None = None) -> str:
+    """``ulimit`` flags for bash (-t seconds, -d/-f KiB, -n count, -c 0), never above the current hard limits."""
+    wanted = {resource.RLIMIT_CPU: limits.cpu_s, resource.RLIMIT_DATA: limits.memory_mb * 1024 * 1024,
+              resource.RLIMIT_FSIZE: limits.file_mb * 1024 * 1024, resource.RLIMIT_NOFILE: limits.open_files}
+    hard = hard if hard is not None else {r: resource.getrlimit(r)[1] for r in wanted}
+    parts = []
+    for flag, rlimit, unit in _LIMITS:
+        value = wanted[rlimit]
+        cap = hard.get(rlimit, resource.RLIM_INFINITY)
+        if cap != resource.RLIM_INFINITY:
+            value = min(value, cap)
+        parts.append(f"-{flag} {max(value // unit, 1)}")
+    return "ulimit -c 0 " + " ".join(parts)
+
+
+def limited_argv(argv: list[str], limits: Limits, hard: Mapping[int, int] | None = None) -> list[str]:
+    """``argv`` run by a bash that first lowers its own limits (inherited by everything it starts)."""
+    return ["bash", "-c", f'{ulimit_line(limits, hard)} || exit 126; exec "$@"', "artoo-limits", *argv]
+
+
+def bwrap_argv(bwrap: str, workspace: Path, network: bool) -> list[str]:
+    """The bubblewrap prefix: read-only root, writable workspace, private /tmp, no network unless asked."""
+    real = os.path.realpath(workspace)
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+            "--bind", real, real, "--unshare-all"]
+    if network:
+        argv.append("--share-net")
+    return [*argv, "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--setenv", "TMPDIR", "/tmp",
+            "--chdir", real, "--"]
+
+
+def wrap(argv: list[str], box: Sandbox, hard: Mapping[int, int] | None = None) -> list[str]:
+    """``argv`` confined by ``box``: limits always, bubblewrap around them when available."""
+    limited = limited_argv(argv, box.limits, hard)
+    if box.bwrap is None:
+        return limited
+    return [*bwrap_argv(box.bwrap, box.workspace, box.network), *limited]
+
+
+def scrubbed_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment without secrets or artoo's own settings (a command can print its env)."""
+    return {k: v for k, v in environ.items()
+            if not SECRET_NAME.search(k) and not k.upper().startswith(PRIVATE_PREFIXES)}
+
+
+def describe(box: Sandbox, timeout_s: float) -> str:
+    """One log line saying how shell commands are confined (and what the fallback does not give)."""
+    lim = box.limits
+    bounds = (f"timeout {timeout_s:g} s, CPU {lim.cpu_s} s, memory {lim.memory_mb} MB, files ≤ {lim.file_mb} MB, "
+              f"{lim.open_files} open files, secrets removed from the environment")
+    if box.bwrap is not None:
+        net = "network on (the subtask needs the web)" if box.network else "no network"
+        return (f"shell sandbox: bubblewrap ({box.bwrap}): read-only root, writable {box.workspace} only, "
+                f"private /tmp, {net}; {bounds}")
+    return (f"shell sandbox: bubblewrap is NOT in use ({bwrap_problem() or 'turned off'}); commands run "
+            f"unconfined on the filesystem and the network, with {bounds}")
+
+
+@functools.cache
+def _probe(binary: str) -> str | None:
+    """None when ``binary`` can build the sandbox here, else why not (cached per process)."""
+    argv = [*bwrap_argv(binary, Path(tempfile.gettempdir()), network=False), "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{binary} failed to start: {exc}"
+    if done.returncode != 0:
+        detail = " ".join(done.stderr.decode("utf-8", "replace").split())[:200]
+        return f"{binary} cannot create a sandbox here: {detail or f'exit {done.returncode}'}"
+    return None
+
+
+def find_bwrap() -> str | None:
+    """A bubblewrap binary that works on this machine, or None."""
+    binary = shutil.which("bwrap")
+    if binary is None or _probe(binary) is not None:
+        return None
+    return binary
+
+
+def bwrap_problem() -> str | None:
+    """Why bubblewrap is not used (None when it works)."""
+    binary = shutil.which("bwrap")
+    if binary is None:
+        return "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    return _probe(binary)
