@@ -9,6 +9,7 @@ triggered from the UI, and the tests.
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 
 from config.contracts import FinalResult
+from config.errors import ArtooError
 from config.settings import Settings, load_settings
 from flows.law1 import make_gate, resolve_mode
 from flows.round import round_flow, round_run_name
@@ -29,6 +31,25 @@ from tasks.llm import OpenAICompatLLM, cost_report
 from tasks.prefect_tasks import perceive_task
 from tasks.runtime import Runtime, drop, register
 from tasks.session import append_history, load_history
+
+
+class ExpectedFailureFilter(logging.Filter):
+    """Prefect logs a traceback with every failed run; an ArtooError is an expected failure, not a bug.
+
+    The one-line message stays (it names the role, endpoint and cause); the traceback goes, so
+    ``artoo run`` shows a person no Python internals for an endpoint that is down or a model
+    that answered garbage.  Any other exception keeps its traceback: that one is a bug.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep the record; drop its traceback when the exception is an ArtooError."""
+        if record.exc_info and isinstance(record.exc_info[1], ArtooError):
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+for _name in ("prefect.flow_runs", "prefect.task_runs"):
+    logging.getLogger(_name).addFilter(ExpectedFailureFilter())
 
 
 def task_run_name() -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from config.contracts import TaskSpec
+from config.errors import ConfigurationError
 from tasks.roles.prompting import fence_untrusted, system, user
 
 HISTORY_TURNS = 5
@@ -26,6 +27,10 @@ ROLE = """Role R1, Perceiver. Translate the user's request into a TaskSpec.
 - constraints.scope: where the work may happen (a folder, a project) only if the user said so, else null.
 - constraints.deadline: an ISO8601 deadline only if the user gave one, else null.
 Never add success criteria, tool choices or execution strategies: planning is another role's job."""
+
+
+class EmptyRequest(ConfigurationError, ValueError):
+    """An empty request: the person must say what they want (a usage error, exit code 2)."""
 
 
 def sanitise_task_id(raw: str) -> str:
@@ -53,7 +58,7 @@ def messages_for(raw_input: str, history: list[dict]) -> list[dict]:
 async def perceive(llm, raw_input: str, history: list[dict]) -> TaskSpec:
     """Turn free text (plus the last 5 turns) into a TaskSpec; ValueError on an empty request."""
     if not raw_input or not raw_input.strip():
-        raise ValueError("empty request: there is nothing to do")
+        raise EmptyRequest("empty request: there is nothing to do; say what you want done")
     answer = await llm.structured("R1", "TaskSpec", messages_for(raw_input, history))
     intent = answer.intent.strip() or raw_input.strip()
     return TaskSpec(task_id=sanitise_task_id(answer.task_id), intent=intent,
