@@ -109,6 +109,9 @@ class PrefectServer:
         """Environment of the server process."""
         env = dict(os.environ, PREFECT_HOME=str(self.home), PREFECT_SERVER_ANALYTICS_ENABLED="false")
         env.pop("PREFECT_API_URL", None)
+        # The UI asks /ui-settings where the API is; without this it answers port 4200 whatever --port says.
+        env["PREFECT_UI_API_URL"] = self.api_url
+        env.setdefault("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false")
         if self.database_url:
             env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = self.database_url
         return env

@@ -5,6 +5,14 @@ story; the GGS task between rounds logs the loss line and keeps the trajectory t
 The flow builds its own runtime (LLM client, memory store, bus, Law-1 gate) from the
 settings, so the same code serves ``artoo run`` (ephemeral Prefect), a deployment run
 triggered from the UI, and the tests.
+
+Heartbeats: the top-level run keeps Prefect's flow-run heartbeat (every 180 s), so a run
+whose process dies is detectable as crashed.  Its round and subtask subflows run in the
+same process, so their heartbeats would say nothing the parent's does not, yet each costs a
+thread and an event per subflow (and ~1 s at exit for a sync subflow, whose engine joins
+the heartbeat thread).  The medium loop therefore runs under
+``temporary_settings(PREFECT_FLOWS_HEARTBEAT_FREQUENCY=None)`` (the supported way: the
+setting cannot be unset through the environment): every subflow started inside it sends none.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from prefect import flow
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
 from config.contracts import FinalResult
 from config.errors import ArtooError
@@ -70,7 +79,9 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
     runtime_id = register(runtime)
     started = time.monotonic()
     try:
-        final = await _medium_loop(runtime_id, runtime, request, load_history(home, settings.history_size), started)
+        with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):  # subflows: no heartbeat
+            final = await _medium_loop(runtime_id, runtime, request, load_history(home, settings.history_size),
+                                       started)
         append_history(home, request, final.summary)
         return {"final": final.model_dump(mode="json"), "cost": cost_report(runtime.llm.records),
                 "tool_seconds": round(runtime.tool_seconds, 3), "wall_seconds": round(time.monotonic() - started, 3)}
@@ -129,7 +140,7 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
 
 
 def _with_law1(final: FinalResult, decisions: list[str]) -> FinalResult:
-    denied = [d for d in decisions if d.startswith("denied")]
+    denied = list(dict.fromkeys(d for d in decisions if d.startswith("denied")))  # gate and fast loop both record
     if not denied:
         return final
     note = " [LAW1] " + "; ".join(denied) + " (an irreversible action was not confirmed, so it did not run)."

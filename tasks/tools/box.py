@@ -126,6 +126,7 @@ class ToolBox:
             names = ", ".join(str(r) for r in self.write_roots)
             raise ToolError(f"write_file refused: new files are created only in {names}; {path} is outside. "
                             "Write the file there instead.", "environmental")
+        files.refuse_special(path, "write_file")
         verdict = judge_write(path, exists=real_exists)
         if verdict.irreversible:
             action = PendingAction(tool="write_file", command=f"write_file {path}", targets=[str(path)],

@@ -79,6 +79,12 @@ def _refuse_special(path: Path, mode: int, tool: str) -> None:
         raise ToolError(f"{path} is a {kind}, not a regular file; {tool} handles regular files only", "logical")
 
 
+def refuse_special(path: Path, tool: str) -> None:
+    """ToolError when ``path`` exists and is a device, FIFO or socket (checked before anyone is asked)."""
+    if os.path.lexists(path):
+        _refuse_special(path, os.lstat(path).st_mode, tool)
+
+
 def sniff_binary(sample: bytes) -> str | None:
     """A kind name when the bytes are not text, else None."""
     for magic, kind in MAGIC:
@@ -96,6 +102,7 @@ def read_text(path: Path, cap: int = READ_CAP) -> str:
         raise ToolError(f"no such file: {path}", "logical")
     if path.is_dir():
         raise ToolError(f"{path} is a directory, not a file; use glob to list it", "logical")
+    refuse_special(path, "read_file")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)  # a FIFO must not hang the run
     except PermissionError as exc:
@@ -119,8 +126,7 @@ def write_text(path: Path, content: str) -> str:
     if path.is_dir():
         raise ToolError(f"{path} is a directory; give a file path", "logical")
     existed = os.path.lexists(path)
-    if existed:
-        _refuse_special(path, os.lstat(path).st_mode, "write_file")
+    refuse_special(path, "write_file")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)

@@ -1,0 +1,135 @@
+"""Where the benchmarks run: an isolated artoo home, a private Prefect home, and two Prefect modes.
+
+A benchmark must measure artoo, not the user's machine state, so every run gets its own
+``ARTOO_HOME``, workspace and ``PREFECT_HOME`` under one temporary root; no user config,
+LLM endpoint or Prefect server leaks in from the environment.  ``PREFECT_HOME`` is read
+when Prefect is imported, so :func:`isolate` must run first (``artoo bench`` and
+``python -m bench`` do that).
+
+The two modes are the two ways a user runs artoo: ``ephemeral`` (no ``PREFECT_API_URL``:
+Prefect's own SQLite server, started on the first run in this process) and ``local``
+(``artoo.local_server.start_local``: ``prefect server start`` over a private PostgreSQL,
+or a server the caller already runs, passed as ``api_url``).  Switching is a Prefect
+settings context made process-wide, as Prefect's own test harness does, so the threads
+Prefect starts see the same API.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+EPHEMERAL, LOCAL = "ephemeral", "local"
+CLEARED_PREFIXES = ("ARTOO_", "OPENAI_", "BRAIN_", "TOOL_")
+CLEARED = ("PREFECT_API_URL", "PREFECT_API_KEY", "PREFECT_HOME", "PREFECT_PROFILES_PATH")
+
+
+def clean_environ(base: dict[str, str]) -> dict[str, str]:
+    """``base`` without artoo/LLM settings or a Prefect API: what an isolated run starts from."""
+    return {k: v for k, v in base.items() if not k.startswith(CLEARED_PREFIXES) and k not in CLEARED}
+
+
+def homes(root: Path, name: str) -> dict[str, str]:
+    """The environment of one isolated artoo installation under ``root/name``."""
+    base = root / name
+    return {"ARTOO_HOME": str(base / "artoo-home"), "ARTOO_WORKSPACE": str(base / "workspace"),
+            "PREFECT_HOME": str(base / "prefect-home"), "ARTOO_LAW1_MODE": "deny",
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+
+
+def llm_env(base_url: str) -> dict[str, str]:
+    """Point both tiers at a scripted endpoint; one transport attempt, as the tests do."""
+    return {"OPENAI_BASE_URL": base_url, "OPENAI_MODEL": "scripted", "OPENAI_API_KEY": "bench",
+            "ARTOO_LLM_MAX_RETRIES": "0"}
+
+
+def isolate(root: Path) -> dict[str, str]:
+    """Make this process an isolated artoo installation; returns the environment it started with."""
+    if "prefect" in sys.modules:
+        raise RuntimeError("the benchmarks must isolate PREFECT_HOME before Prefect is imported: "
+                           "run them through `artoo bench` or `python -m bench`")
+    original = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(clean_environ(original))
+    os.environ.update(homes(root, "in-process"))
+    return original
+
+
+@dataclass
+class Servers:
+    """The Prefect servers one bench process uses: the ephemeral one is Prefect's own."""
+
+    root: Path
+    api_url: str | None = None
+    """An already-running server to use as the ``local`` candidate (nothing is started then)."""
+    started: list = field(default_factory=list)
+
+    def start_local(self) -> str:
+        """The ``local`` mode's API URL, starting Postgres + ``prefect server start`` when none was given."""
+        if self.api_url:
+            return self.api_url
+        from artoo.local_server import start_local
+
+        where = self.root / "local-server"
+        where.mkdir(parents=True, exist_ok=True)
+        for path in (self.root, where):
+            path.chmod(0o755)  # the postgres user must reach its data directory
+        server, database = start_local(where)
+        self.started += [s for s in (server, database) if s is not None]
+        self.api_url = server.api_url
+        return self.api_url
+
+    def stop(self) -> None:
+        """Stop what this object started (Prefect first, then its database)."""
+        for thing in self.started:
+            with contextlib.suppress(Exception):
+                thing.stop()
+        self.started.clear()
+
+
+@contextlib.contextmanager
+def prefect_mode(api_url: str | None) -> Iterator[None]:
+    """Run Prefect against ``api_url``, or in ephemeral mode when None, for this process."""
+    import prefect.context
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    saved = os.environ.get("PREFECT_API_URL")
+    if api_url:
+        os.environ["PREFECT_API_URL"] = api_url
+        settings = temporary_settings(updates={PREFECT_API_URL: api_url})
+    else:
+        os.environ.pop("PREFECT_API_URL", None)
+        settings = temporary_settings(restore_defaults={PREFECT_API_URL})
+    try:
+        with settings, prefect.context._temporary_global_settings_context(prefect.context.get_settings_context()):
+            yield
+    finally:
+        if saved is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = saved
+
+
+@contextlib.contextmanager
+def stderr_to(path: Path) -> Iterator[None]:
+    """Send file descriptor 2 (Prefect's console logs, artoo's progress lines) to ``path``."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with path.open("ab") as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def temp_root() -> Path:
+    """A fresh temporary directory for one bench process."""
+    return Path(tempfile.mkdtemp(prefix="artoo-bench-"))

@@ -1,0 +1,171 @@
+"""Benchmarks 1–3: orchestration overhead, parallel speed-up, LLM-call economy.
+
+All three read the same runs (a run of "4 parallel subtasks accept" is also the N = 4
+point of the speed-up curve and an economy sample), so the jobs are planned together,
+run side by side once, and each section reads what it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from bench import scenarios
+from bench.chain import ROLES, spec_minimum_chain
+from bench.env import EPHEMERAL
+from bench.report import Figure, Section, at_most, fmt, table
+from bench.runs import Job, Measured, ProcessRun, median
+
+OVERHEAD_TARGETS = {"one": 1.15, "replans": 1.25}
+PROCESS_TARGET, PROCESS_GOAL = 1.5, 1.1
+SPEEDUP_TARGET_N, SPEEDUP_TARGET = 8, 1.3
+PARALLEL_NS = (1, 2, 4, 8)
+
+
+def builders(latency_s: float) -> dict[str, Callable[[int], scenarios.Scenario]]:
+    """Scenario key → builder taking the number of runs its server must answer."""
+    out: dict[str, Callable[[int], scenarios.Scenario]] = {
+        "replans": lambda r: scenarios.replans(3, r, latency_s),
+        "retry": lambda r: scenarios.retry(r, latency_s),
+    }
+    for n in PARALLEL_NS:
+        out[_par(n)] = lambda r, n=n: scenarios.parallel(n, r, latency_s)
+    return out
+
+
+def _par(n: int) -> str:
+    return "one" if n == 1 else f"par{n}"
+
+
+def needed(selection: set[str], modes: list[str]) -> list[tuple[str, str]]:
+    """The (scenario key, mode) jobs the selected benchmarks read."""
+    jobs: list[tuple[str, str]] = []
+    if "overhead" in selection:
+        jobs += [(key, mode) for key in ("one", "par4", "replans") for mode in modes]
+    if "parallel" in selection:
+        jobs += [(_par(n), mode) for n in PARALLEL_NS for mode in modes]
+    if "economy" in selection:
+        jobs += [(key, EPHEMERAL if EPHEMERAL in modes else modes[0]) for key in ("one", "par4", "replans", "retry")]
+    return list(dict.fromkeys(jobs))
+
+
+def make_jobs(plan: list[tuple[str, str]], api_urls: dict[str, str | None], repeats: int,
+              latency_s: float) -> dict[tuple[str, str], Job]:
+    """One Job per planned (scenario, mode), its scenario scripted for ``repeats`` runs."""
+    build = builders(latency_s)
+    return {(key, mode): Job(build[key](repeats), mode, api_urls[mode]) for key, mode in plan}
+
+
+def _runs(jobs: dict[tuple[str, str], Job], key: str, mode: str) -> list[Measured]:
+    job = jobs.get((key, mode))
+    return job.runs if job else []
+
+
+def overhead_section(jobs: dict, modes: list[str], warmups: dict[str, float], process: ProcessRun | None) -> Section:
+    """Benchmark 1: wall ÷ (sequential LLM requests × latency), per scenario and mode."""
+    section = Section("overhead", "orchestration overhead")
+    grid = table("orchestration overhead: wall time ÷ LLM critical path (ideal 1.0)",
+                 ["scenario", "mode", "seq. requests", "critical s", "wall s", "head s", "tail s", "ratio",
+                  "target"])
+    for key in ("one", "par4", "replans"):
+        for mode in modes:
+            runs = _runs(jobs, key, mode)
+            if not runs:
+                continue
+            ratio = median([r.ratio for r in runs])
+            limit = OVERHEAD_TARGETS.get(key)
+            name = runs[0].scenario
+            grid.add_row(name, mode, str(runs[0].economy.sequential_requests), fmt(runs[0].critical_s),
+                         fmt(median([r.wall_s for r in runs])), fmt(median([r.head_s for r in runs])),
+                         fmt(median([r.tail_s for r in runs])), fmt(ratio), f"≤ {limit}" if limit else "—")
+            section.figures.append(Figure(f"overhead.{key}.{mode}", f"{name} [{mode}]", ratio, "×",
+                                          f"≤ {limit}" if limit else None, at_most(ratio, limit) if limit else None,
+                                          f"median of {len(runs)} run(s)"))
+            section.details[f"{key}.{mode}"] = [_run_json(r) for r in runs]
+    section.tables.append(grid)
+    section.details["first_run_in_process_s"] = warmups
+    if process is not None:
+        section.figures.append(Figure("overhead.process", "whole `artoo run` process ÷ LLM critical path "
+                                      "(1 subtask, warm home, embedded)", process.ratio, "×", f"≤ {PROCESS_TARGET}",
+                                      at_most(process.ratio, PROCESS_TARGET),
+                                      f"goal {PROCESS_GOAL}; {process.latency_s} s per call"))
+        section.details["process"] = {"latency_s": process.latency_s, "warmup_wall_s": process.warmup_wall_s,
+                                      "walls_s": process.walls_s, "sequential_requests": process.sequential_requests}
+        proc = table("a whole `artoo run` process (command start → exit)",
+                     ["run", "wall s", "seq. requests", "critical s", "ratio"])
+        proc.add_row("warm-up (cold home)", fmt(process.warmup_wall_s), "", "", "")
+        for wall, n in zip(process.walls_s, process.sequential_requests, strict=True):
+            proc.add_row("warm home", fmt(wall), str(n), fmt(n * process.latency_s), fmt(wall / (n * process.latency_s)))
+        section.tables.append(proc)
+    return section
+
+
+def _run_json(r: Measured) -> dict:
+    return {"wall_s": round(r.wall_s, 3), "head_s": round(r.head_s, 3), "tail_s": round(r.tail_s, 3),
+            "sequential_requests": r.economy.sequential_requests, "critical_s": round(r.critical_s, 3),
+            "ratio": round(r.ratio, 3)}
+
+
+def parallel_section(jobs: dict, modes: list[str]) -> Section:
+    """Benchmark 2: wall(N) ÷ wall(1) for N parallel subtasks in one sequence group."""
+    section = Section("parallel", "parallel speed-up")
+    grid = table("parallel subtasks: wall(N) ÷ wall(1) (ideal 1.0)", ["N", *[f"{m} wall s" for m in modes],
+                                                                      *[f"{m} ratio" for m in modes]])
+    base = {m: median([r.wall_s for r in _runs(jobs, "one", m)]) for m in modes}
+    for n in PARALLEL_NS:
+        walls = {m: median([r.wall_s for r in _runs(jobs, _par(n), m)]) for m in modes}
+        ratios = {m: walls[m] / base[m] for m in modes}
+        grid.add_row(str(n), *[fmt(walls[m]) for m in modes], *[fmt(ratios[m]) for m in modes])
+        for m in modes:
+            judged = n == SPEEDUP_TARGET_N
+            section.figures.append(Figure(f"parallel.n{n}.{m}", f"wall({n}) ÷ wall(1) [{m}]", ratios[m], "×",
+                                          f"≤ {SPEEDUP_TARGET}" if judged else None,
+                                          at_most(ratios[m], SPEEDUP_TARGET) if judged else None))
+            section.details[f"n{n}.{m}.walls_s"] = [round(r.wall_s, 3) for r in _runs(jobs, _par(n), m)]
+    section.tables.append(grid)
+    return section
+
+
+def economy_section(jobs: dict) -> Section:
+    """Benchmark 3: LLM calls by role and tokens sent, against the spec's minimum chain."""
+    section = Section("economy", "LLM-call economy")
+    calls = table("LLM calls by role (R3 counted per attempt; its HTTP turns apart)",
+                  ["scenario", *ROLES, "R3 turns", "HTTP requests", "seq. role calls", "spec minimum", "verdict"])
+    tokens = table("prompt tokens sent, by role (the endpoint's usage counts)", ["scenario", *ROLES, "total"])
+    for key in ("one", "par4", "replans", "retry"):
+        runs = [r for (k, _), job in jobs.items() if k == key for r in job.runs]
+        if not runs:
+            continue
+        r = runs[0]
+        e = r.economy
+        minimum = spec_minimum_chain(e.retries, r.replans)
+        met = e.sequential_role_calls <= minimum
+        calls.add_row(r.scenario, *[str(e.role_calls.get(x, 0)) for x in ROLES], str(e.r3_turns),
+                      str(e.http_requests), str(e.sequential_role_calls), str(minimum),
+                      "[green]met[/]" if met else f"[bold red]+{e.sequential_role_calls - minimum}[/]")
+        sent = {x: int(r.tokens.get(x, {}).get("prompt_tokens", 0)) for x in ROLES}
+        tokens.add_row(r.scenario, *[str(sent[x]) for x in ROLES], str(sum(sent.values())))
+        varied = sorted({(m.economy.sequential_role_calls, m.economy.http_requests) for m in runs})
+        section.figures.append(Figure(f"economy.{key}.sequential_role_calls", f"{r.scenario}: sequential role calls",
+                                      e.sequential_role_calls, "calls", f"≤ {minimum} (spec minimum)", met,
+                                      f"retries {e.retries}, replans {r.replans}"))
+        section.figures.append(Figure(f"economy.{key}.prompt_tokens", f"{r.scenario}: prompt tokens sent",
+                                      sum(sent.values()), "tokens", None, None))
+        section.details[key] = {"role_calls": e.role_calls, "r3_turns": e.r3_turns, "http_requests": e.http_requests,
+                                "sequential_requests": e.sequential_requests,
+                                "sequential_role_calls": e.sequential_role_calls, "spec_minimum": minimum,
+                                "retries": e.retries, "replans": r.replans, "subtasks_dispatched": r.dispatched,
+                                "prompt_tokens": sent, "chars_sent": e.chars_sent,
+                                "same_in_every_run": len(varied) == 1}
+    section.tables += [calls, tokens]
+    return section
+
+
+def process_scenario(latency_s: float, runs: int) -> scenarios.Scenario:
+    """The scenario of the user-felt figure (1 subtask accept), scripted for the warm-up and ``runs``."""
+    return scenarios.parallel(1, runs + 1, latency_s)
+
+
+def workspace(root: Path) -> Path:
+    """The workspace the in-process runs share."""
+    return root / "workspace"

@@ -1,0 +1,189 @@
+"""Run scripted scenarios through the real ``artoo run`` code path and measure each run.
+
+In process, a run is exactly what ``artoo run`` does after its imports: ``execute_flow``
+(the ``artoo-task`` flow, then the embedded Auditor's pass).  The wall time runs from the
+call to its return; the scripted endpoint's request log gives the LLM calls on the
+critical path; a bus tap counts the subtasks dispatched.  Candidates run side by side:
+every (scenario, mode) job gets its own scripted server, and the jobs take turns, one
+run each, ``repeats`` times, so a noisy moment hurts all candidates alike.
+
+``process_run`` measures the figure a user feels: a whole ``artoo run`` process, from
+command start to exit, ephemeral Prefect, with a warm home (one run before it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.chain import Economy, economy
+from bench.env import EPHEMERAL, clean_environ, homes, llm_env, prefect_mode, stderr_to
+from bench.scenarios import Scenario
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One run: wall time, where the overhead went, and what the endpoint saw."""
+
+    scenario: str
+    mode: str
+    latency_s: float
+    wall_s: float
+    head_s: float
+    """Call start → first LLM request received (flow run creation, runtime, R1 task start)."""
+    tail_s: float
+    """Last LLM answer → return (GGS, artifacts, flow teardown, the embedded audit pass)."""
+    economy: Economy
+    tokens: dict[str, dict]
+    """Per role, from the LLM client's CallRecords: calls, prompt_tokens, completion_tokens."""
+    directive: str
+    replans: int
+    dispatched: int
+
+    @property
+    def critical_s(self) -> float:
+        """The LLM critical path: sequential requests × the fixed latency."""
+        return self.economy.sequential_requests * self.latency_s
+
+    @property
+    def ratio(self) -> float:
+        """Wall time ÷ the LLM critical path (1.0 is ideal)."""
+        return self.wall_s / self.critical_s if self.critical_s else float("inf")
+
+
+def median(values: list[float]) -> float:
+    """The median, or NaN for no values."""
+    return statistics.median(values) if values else float("nan")
+
+
+class DispatchCount:
+    """A bus tap counting subtasks dispatched (all rounds) — how many R3 first attempts to expect."""
+
+    def __init__(self) -> None:
+        self.subtasks = 0
+
+    def __call__(self, record: dict) -> None:
+        if record.get("event") == "artoo.dispatch_manifest":
+            self.subtasks += len(record.get("payload", {}).get("subtask_ids", []))
+
+
+@dataclass
+class Job:
+    """One candidate: a scenario in a Prefect mode, with its scripted server and its runs."""
+
+    scenario: Scenario
+    mode: str
+    api_url: str | None
+    server: object = None
+    runs: list[Measured] = field(default_factory=list)
+
+
+def run_once(job: Job, workspace: Path, log: Path) -> Measured:
+    """One in-process run of a job's scenario; raises when the run ends unlike its story."""
+    from artoo.runner import execute_flow
+    from tasks.bus import add_tap, remove_tap
+
+    server = job.server
+    os.environ.update(llm_env(server.base_url), ARTOO_GGS__MAX_REPLANS=str(max(3, job.scenario.replans)))
+    before = len(server.requests)
+    count = DispatchCount()
+    add_tap(count)
+    try:
+        with prefect_mode(job.api_url), stderr_to(log):
+            started = time.time()
+            document = execute_flow(job.scenario.request, workspace)
+            ended = time.time()
+    finally:
+        remove_tap(count)
+    requests = server.requests[before:]
+    final = document["final"]
+    if final["directive"] != job.scenario.directive or not requests:
+        raise RuntimeError(f"bench scenario {job.scenario.name!r} ({job.mode}) ended {final['directive']!r} "
+                           f"after {len(requests)} LLM request(s), expected {job.scenario.directive!r}: "
+                           f"{final.get('summary')} (log: {log})")
+    return Measured(job.scenario.name, job.mode, job.scenario.script["latency_s"], ended - started,
+                    min(r["received"] for r in requests) - started, ended - max(r["answered"] for r in requests),
+                    economy(requests, count.subtasks), document.get("cost", {}), final["directive"],
+                    int(final.get("replans", 0)), count.subtasks)
+
+
+def run_side_by_side(jobs: list[Job], repeats: int, root: Path, progress=None) -> None:
+    """Each job ``repeats`` times, taking turns; results land in ``job.runs``."""
+    from artoo.scripted_llm import ScriptedLLMServer
+
+    for job in jobs:  # each scenario was built with one copy of its answers per run
+        job.server = ScriptedLLMServer(job.scenario.script).start()
+    try:
+        for turn in range(repeats):
+            for job in jobs:
+                if progress:
+                    progress(f"run {turn + 1}/{repeats}: {job.scenario.name} [{job.mode}]")
+                job.runs.append(run_once(job, root / "workspace", root / "runs.log"))
+    finally:
+        for job in jobs:
+            job.server.stop()
+
+
+def warm_up(mode: str, api_url: str | None, root: Path, scenario: Scenario) -> float:
+    """One untimed-for-the-tables run per mode (starts the ephemeral server); returns its wall time."""
+    job = Job(scenario, mode, api_url)
+    run_side_by_side([job], 1, root)
+    return job.runs[0].wall_s
+
+
+@dataclass(frozen=True)
+class ProcessRun:
+    """Whole ``artoo run`` processes: the warm-up's wall time and the measured ones."""
+
+    latency_s: float
+    warmup_wall_s: float
+    walls_s: list[float]
+    sequential_requests: list[int]
+
+    @property
+    def ratio(self) -> float:
+        """Median of wall ÷ (sequential requests × latency) over the measured processes."""
+        return median([w / (n * self.latency_s) for w, n in zip(self.walls_s, self.sequential_requests, strict=True)])
+
+
+def artoo_command() -> list[str]:
+    """The installed ``artoo`` console script next to this interpreter (or the module entry point)."""
+    script = Path(sys.executable).with_name("artoo")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "from artoo.cli import main; main()"]
+
+
+def process_run(scenario: Scenario, runs: int, root: Path, original_env: dict[str, str]) -> ProcessRun:
+    """``artoo run --json`` as a subprocess: one warm-up, then ``runs`` timed processes (embedded mode)."""
+    from artoo.scripted_llm import ScriptedLLMServer
+
+    env = clean_environ(original_env)
+    env.update(homes(root, "process"))
+    latency = scenario.script["latency_s"]
+    walls, sequential = [], []
+    with ScriptedLLMServer(scenario.script) as server:
+        env.update(llm_env(server.base_url))
+        log = (root / "process.log").open("ab")
+        try:
+            for index in range(runs + 1):
+                before = len(server.requests)
+                started = time.perf_counter()
+                done = subprocess.run([*artoo_command(), "run", "--json", scenario.request], env=env,
+                                      stdout=subprocess.PIPE, stderr=log, timeout=600)
+                wall = time.perf_counter() - started
+                final = json.loads(done.stdout.decode().strip().splitlines()[-1]) if done.stdout.strip() else {}
+                if done.returncode != 0 or final.get("directive") != scenario.directive:
+                    raise RuntimeError(f"`artoo run` exited {done.returncode} ({final.get('directive')!r}); "
+                                       f"see {root / 'process.log'}")
+                walls.append(wall)
+                sequential.append(economy(server.requests[before:], scenario.subtasks).sequential_requests)
+        finally:
+            log.close()
+    return ProcessRun(latency, walls[0], walls[1:], sequential[1:])

@@ -1,0 +1,219 @@
+"""The shell sandbox: real bubblewrap, real processes, real loopback HTTP.
+
+Each test runs a command through the ToolBox exactly as the executor does and checks the
+world afterwards: which files exist on the host, what a loopback server received, what
+the command printed.  The bubblewrap tests need a working ``bwrap`` (``.ci/run`` installs
+Debian's ``bubblewrap``); the fallback tests run everywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from config.settings import load_settings
+from tasks.tools import ToolBox
+from tasks.tools.sandbox import Limits, bwrap_problem, find_bwrap
+from tests.test_tools import Gate, run
+
+needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason=f"bubblewrap unusable here: {bwrap_problem()}")
+
+PAGE = ('<html><body><div class="result"><h2><a class="result__a" href="https://example.org/a">A</a></h2>'
+        '<div class="result__snippet">found it</div></div></body></html>')
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def outside() -> Path:
+    """A real directory outside the workspace and outside /tmp (which the sandbox replaces)."""
+    path = Path(tempfile.mkdtemp(prefix="artoo-outside-", dir="/var/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def loopback() -> str:
+    """An HTTP server on the host's 127.0.0.1: a DuckDuckGo-like page at /html/, 'hello from host' elsewhere."""
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = (PAGE if self.path.startswith("/html/") else "hello from host").encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def box(tmp_path: Path, ws: Path, gate: Gate | None = None, timeout_s: float = 20.0, **kwargs) -> ToolBox:
+    settings = load_settings(home=str(tmp_path / "home"), workspace=str(ws), tools={"shell_timeout_s": timeout_s})
+    return ToolBox(settings, ws, gate or Gate(False), **kwargs)
+
+
+def shell(toolbox: ToolBox, command: str):
+    return run(toolbox.call("shell", {"command": command}))
+
+
+def fetch(url: str) -> str:
+    return f"python3 -c \"import urllib.request; print(urllib.request.urlopen('{url}', timeout=5).read().decode())\""
+
+
+# ------------------------------------------------------------------ the filesystem
+@needs_bwrap
+def test_the_root_is_read_only_and_only_the_workspace_is_writable(tmp_path: Path, ws: Path, outside: Path):
+    result = shell(box(tmp_path, ws), f"echo in > inside.txt; echo out > {outside}/escaped.txt; echo done")
+    assert not (outside / "escaped.txt").exists()
+    assert "Read-only file system" in result.output
+    assert (ws / "inside.txt").read_text() == "in\n"
+
+
+@needs_bwrap
+def test_tmp_is_private_in_both_directions(tmp_path: Path, ws: Path):
+    host_file = Path(tempfile.mkstemp(prefix="artoo-host-")[1])
+    try:
+        result = shell(box(tmp_path, ws), f"test -e {host_file} && echo VISIBLE; echo x > /tmp/from-sandbox; ls /tmp")
+        assert result.ok and "VISIBLE" not in result.output
+        assert "from-sandbox" in result.output and not Path("/tmp/from-sandbox").exists()
+    finally:
+        host_file.unlink()
+
+
+@needs_bwrap
+def test_an_approved_law1_action_runs_outside_the_sandbox(tmp_path: Path, ws: Path, outside: Path):
+    """The user authorised exactly this command, so it may change files beyond the workspace."""
+    victim = outside / "old.log"
+    victim.write_text("x")
+    denied = shell(box(tmp_path, ws, Gate(False)), f"rm {victim}")
+    assert victim.exists() and denied.output.startswith("[LAW1] denied")
+    approved = shell(box(tmp_path, ws, Gate(True)), f"rm {victim}")
+    assert approved.ok and not victim.exists()
+
+
+# ------------------------------------------------------------------ the network
+@needs_bwrap
+def test_no_network_unless_the_subtask_needs_the_web(tmp_path: Path, ws: Path, loopback: str):
+    offline = shell(box(tmp_path, ws), fetch(loopback))
+    online = shell(box(tmp_path, ws, network=True), fetch(loopback))
+    assert not offline.ok and "hello from host" not in offline.output
+    assert online.ok and "hello from host" in online.output
+
+
+@needs_bwrap
+def test_a_search_call_opens_the_network_for_the_rest_of_the_subtask(tmp_path: Path, ws: Path, loopback: str):
+    toolbox = box(tmp_path, ws, search_url=f"{loopback}/html/")
+    before = shell(toolbox, fetch(loopback))
+    found = run(toolbox.call("search", {"query": "anything"}))
+    after = shell(toolbox, fetch(loopback))
+    assert not before.ok and found.ok and "found it" in found.output
+    assert after.ok and "hello from host" in after.output
+
+
+# ------------------------------------------------------------------ limits and the timeout
+LIMIT_CASES = [
+    ("cpu", Limits(cpu_s=1), "python3 -c 'while True: pass'", None),
+    ("memory", Limits(memory_mb=200), "python3 -c 'x = bytearray(1 << 30)'", "MemoryError"),
+    ("file size", Limits(file_mb=1), "head -c 3000000 /dev/zero > big.bin", "File size limit exceeded"),
+]
+
+
+@pytest.mark.parametrize("mode", [pytest.param("auto", marks=needs_bwrap), "off"])
+@pytest.mark.parametrize(("name", "limits", "command", "says"), LIMIT_CASES, ids=[c[0] for c in LIMIT_CASES])
+def test_limits_hold_with_and_without_bubblewrap(tmp_path, ws, mode, name, limits, command, says):
+    result = shell(box(tmp_path, ws, sandbox_mode=mode, limits=limits), command)
+    assert not result.ok and not result.output.startswith("timed out"), result.output
+    if says:
+        assert says in result.output
+    big = ws / "big.bin"
+    assert not big.exists() or big.stat().st_size <= 1 << 20
+
+
+BEAT = "while true; do date +%s%N > beat; sleep 0.05; done"
+TIMEOUT_CASES = [
+    # under bubblewrap even a child that left the process group (setsid) dies with the PID namespace
+    pytest.param("auto", f"(setsid bash -c '{BEAT}' &); sleep 60", marks=needs_bwrap, id="bwrap-setsid-child"),
+    # the fallback kills the process group: background children die, a setsid'd one would not (logged)
+    pytest.param("off", f"(bash -c '{BEAT}' &); sleep 60", id="fallback-background-child"),
+]
+
+
+@pytest.mark.parametrize(("mode", "command"), TIMEOUT_CASES)
+def test_the_timeout_ends_every_process_the_command_started(tmp_path: Path, ws: Path, mode: str, command: str):
+    result = shell(box(tmp_path, ws, timeout_s=1.0, sandbox_mode=mode), command)
+    assert result.output.startswith("timed out after 1s")
+    beat = ws / "beat"
+    assert beat.exists(), "the background child never ran"
+    last, steady = beat.read_text(), 0
+    for _ in range(40):  # the heartbeat must stop: nothing the command started survives
+        time.sleep(0.1)
+        now = beat.read_text()
+        steady = steady + 1 if now == last else 0
+        last = now
+        if steady >= 5:
+            break
+    assert steady >= 5, "a background child is still writing its heartbeat"
+
+
+def test_secrets_never_reach_the_command(tmp_path: Path, ws: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-commands")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-not-for-commands")
+    monkeypatch.setenv("ARTOO_VISIBLE_TEST", "plain")
+    result = shell(box(tmp_path, ws), "env")
+    assert result.ok and "PATH=" in result.output
+    assert "not-for-commands" not in result.output and "ARTOO_" not in result.output
+
+
+# ------------------------------------------------------------------ the fallback says so
+def test_the_fallback_is_stated_in_the_logs(tmp_path: Path, ws: Path, caplog: pytest.LogCaptureFixture):
+    with caplog.at_level(logging.INFO, logger="artoo.tools"):
+        result = shell(box(tmp_path, ws, sandbox_mode="off"), "echo hi")
+    assert result.ok
+    lines = [r for r in caplog.records if "shell sandbox" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].levelno == logging.WARNING
+    assert "NOT in use" in lines[0].getMessage() and "timeout 20 s" in lines[0].getMessage()
+
+
+def test_without_bwrap_on_path_auto_falls_back_and_require_refuses(tmp_path: Path, ws: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   caplog: pytest.LogCaptureFixture):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "bash").symlink_to(shutil.which("bash"))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    with caplog.at_level(logging.INFO, logger="artoo.tools"):
+        fallback = shell(box(tmp_path, ws), "echo still runs")
+    refused = shell(box(tmp_path, ws, sandbox_mode="require"), "echo must not run")
+    assert fallback.ok and fallback.output.startswith("still runs")
+    assert any("bwrap is not installed" in r.getMessage() for r in caplog.records)
+    assert not refused.ok and refused.failure_class == "environmental" and "must not run" not in refused.output
+
+
+@needs_bwrap
+def test_bubblewrap_in_use_is_stated_once_per_subtask(tmp_path: Path, ws: Path, caplog: pytest.LogCaptureFixture):
+    toolbox = box(tmp_path, ws)
+    with caplog.at_level(logging.INFO, logger="artoo.tools"):
+        shell(toolbox, "true")
+        shell(toolbox, "true")
+    lines = [r.getMessage() for r in caplog.records if "shell sandbox" in r.getMessage()]
+    assert len(lines) == 1 and "bubblewrap" in lines[0] and "no network" in lines[0]
+    assert os.path.realpath(ws) in lines[0] or str(ws) in lines[0]
