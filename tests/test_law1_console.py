@@ -1,0 +1,78 @@
+"""Law 1 in an interactive terminal: ``artoo run`` asks on the console and only "y" runs the action.
+
+A real ``artoo run`` process (ephemeral Prefect) gets a pseudo-terminal as stdin, so it
+knows a person is there; the test reads the question on stderr and answers it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
+
+ARTOO = str(Path(sys.executable).with_name("artoo"))
+QUESTION = b"Approve? [y/N]"
+
+
+def deletion_scenario() -> dict:
+    c = "old.log no longer exists"
+    return scenario(
+        TaskSpec=[spec("clean_logs", "delete old.log")],
+        Plan=[plan([subtask("delete old.log", [c])], ["old.log is gone"])],
+        tools=[call("shell", command="rm old.log"), done("deleted old.log")],
+        AgentVerdict=[agent(verdict(c, True, evidence="rm exited 0"))],
+        TaskVerdict=[task_verdict(verdict("old.log is gone", True))],
+    )
+
+
+def read_until(stream, marker: bytes, timeout_s: float) -> bytes:
+    seen, deadline = b"", time.monotonic() + timeout_s
+    while marker not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([stream], [], [], 0.5)
+        if ready:
+            chunk = os.read(stream.fileno(), 65536)
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+@pytest.mark.slow
+def test_console_approval_in_an_interactive_terminal(tmp_path):
+    from artoo.scripted_llm import ScriptedLLMServer
+
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    victim = workspace / "old.log"
+    victim.write_text("delete me")
+    master, slave = pty.openpty()
+    with ScriptedLLMServer(deletion_scenario()) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "ARTOO_", "OPENAI_"))}
+        env.update(ARTOO_HOME=str(tmp_path / "home"), PREFECT_HOME=str(tmp_path / "prefect"),
+                   OPENAI_BASE_URL=server.base_url, OPENAI_MODEL="scripted", OPENAI_API_KEY="k")
+        proc = subprocess.Popen([ARTOO, "run", "--json", "--workspace", str(workspace), "delete old.log"],
+                                stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        os.close(slave)
+        try:
+            asked = read_until(proc.stderr, QUESTION, timeout_s=120)
+            assert QUESTION in asked, asked[-2000:].decode(errors="replace")
+            assert b"rm old.log" in asked and victim.exists()
+            os.write(master, b"y\n")
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            os.close(master)
+    assert proc.returncode == 0, err[-3000:].decode(errors="replace")
+    assert json.loads(out.decode().strip())["directive"] == "accept"
+    assert not victim.exists()
+    assert b"[LAW1] approved" in err
