@@ -74,6 +74,19 @@ def scenario(**queues: list[dict]) -> dict:
     return {"answers": {name: entries for name, entries in queues.items() if entries}}
 
 
+def deletion_scenario(approved: bool = True) -> dict:
+    """The Law-1 story: the plan deletes old.log with ``rm``; when approved it succeeds."""
+    c = "old.log no longer exists"
+    queues: dict = {"TaskSpec": [spec("clean_logs", "delete old.log")],
+                    "Plan": [plan([subtask("delete old.log", [c])], ["old.log is gone"])],
+                    "tools": [call("shell", command="rm old.log")]}
+    if approved:
+        queues["tools"].append(done("deleted old.log"))
+        queues["AgentVerdict"] = [agent(verdict(c, True, evidence="rm exited 0"))]
+        queues["TaskVerdict"] = [task_verdict(verdict("old.log is gone", True))]
+    return scenario(**queues)
+
+
 def requests_by_schema(server) -> dict[str, int]:
     """How many requests the scripted server saw per schema NAME."""
     counts: dict[str, int] = {}

@@ -17,21 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
+from tests.scenario_kit import deletion_scenario
 
 ARTOO = str(Path(sys.executable).with_name("artoo"))
 QUESTION = b"Approve? [y/N]"
-
-
-def deletion_scenario() -> dict:
-    c = "old.log no longer exists"
-    return scenario(
-        TaskSpec=[spec("clean_logs", "delete old.log")],
-        Plan=[plan([subtask("delete old.log", [c])], ["old.log is gone"])],
-        tools=[call("shell", command="rm old.log"), done("deleted old.log")],
-        AgentVerdict=[agent(verdict(c, True, evidence="rm exited 0"))],
-        TaskVerdict=[task_verdict(verdict("old.log is gone", True))],
-    )
 
 
 def read_until(stream, marker: bytes, timeout_s: float) -> bytes:

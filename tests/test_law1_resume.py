@@ -17,7 +17,7 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateName
 from prefect.client.schemas.sorting import FlowRunSort
 
-from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
+from tests.scenario_kit import deletion_scenario
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
 
@@ -48,14 +48,7 @@ def test_approved_deletion_runs_only_after_resume(scripted, artoo_env: Path, mon
     victim = artoo_env / "workspace" / "old.log"
     victim.parent.mkdir(parents=True)
     victim.write_text("delete me")
-    c = "old.log no longer exists"
-    scripted(scenario(
-        TaskSpec=[spec("clean_logs", "delete old.log")],
-        Plan=[plan([subtask("delete old.log", [c])], ["old.log is gone"])],
-        tools=[call("shell", command="rm old.log"), done("deleted old.log")],
-        AgentVerdict=[agent(verdict(c, True, evidence="rm exited 0"))],
-        TaskVerdict=[task_verdict(verdict("old.log is gone", True))],
-    ))
+    scripted(deletion_scenario())
     result: dict = {}
     thread = threading.Thread(target=lambda: result.update(asyncio.run(artoo_task(request="delete old.log"))))
     thread.start()

@@ -16,6 +16,7 @@ from tests.run_graph import flow_runs_named, subflow_names
 from tests.scenario_kit import (
     agent,
     call,
+    deletion_scenario,
     done,
     plan,
     requests_by_schema,
@@ -179,12 +180,7 @@ def test_deleting_a_file_is_denied_without_anyone_to_ask(scripted, artoo_env: Pa
     victim = artoo_env / "workspace" / "old.log"
     victim.parent.mkdir(parents=True)
     victim.write_text("keep me")
-    c = "old.log no longer exists"
-    scripted(scenario(
-        TaskSpec=[spec("clean_logs", "delete old.log")],
-        Plan=[plan([subtask("delete old.log", [c])], ["old.log is gone"])],
-        tools=[call("shell", command="rm old.log")],
-    ))
+    scripted(deletion_scenario(approved=False))
     code, final, _ = run_json("delete old.log")
     assert victim.read_text() == "keep me"
     assert (code, final["directive"]) == (1, "abandon")
