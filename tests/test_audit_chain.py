@@ -110,7 +110,7 @@ def _append_many(home: str, worker: int, count: int) -> None:
 
 
 def test_two_writers_in_two_processes_never_interleave(tmp_path: Path):
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("spawn")  # forking a process with Prefect threads running is unsafe
     procs = [ctx.Process(target=_append_many, args=(str(tmp_path), w, 40)) for w in range(2)]
     for p in procs:
         p.start()
