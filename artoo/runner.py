@@ -85,6 +85,9 @@ def apply_ephemeral_defaults() -> bool:
 
 def execute_flow(request: str, workspace: Path | None) -> dict:
     """Run the artoo-task flow in this process and return its result document."""
+    from tasks.roles.perceiver import check_request
+
+    check_request(request)  # refused before any flow run exists: nothing to clean up, nothing half-recorded
     apply_ephemeral_defaults()
     from flows.auditor import PublishedTap, prepare_embedded
     from flows.task_flow import artoo_task

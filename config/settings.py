@@ -66,6 +66,12 @@ class ToolParams(BaseModel):
     evidence_chars: int = Field(200, description="firstN(): characters of output kept in each tool_calls entry.")
     max_tool_calls: int = Field(10, description="Tool calls allowed in one executor attempt.")
     shell_timeout_s: float = Field(30.0, description="Wall-clock timeout of one shell command.")
+    sandbox: Literal["auto", "require", "off"] = Field(
+        "auto", description="Shell sandbox: bubblewrap when it works (auto), refuse without it (require), "
+        "or limits only (off).")
+    shell_cpu_s: int = Field(120, description="CPU seconds one shell command may use.")
+    shell_memory_mb: int = Field(4096, description="Data memory one shell command may use (MB).")
+    shell_file_mb: int = Field(1024, description="Largest file one shell command may write (MB).")
 
 
 class ModelTier(BaseModel):

@@ -99,12 +99,16 @@ def _calibrate(rt: Runtime, spec: TaskSpec, blocked_tools: list[str], blocked_ta
 
 async def _plan(runtime_id: str, spec: TaskSpec, block: str, directive: PlanDirective | None,
                 must_not_tools: set[str], must_not_targets: set[str], prior_summary: str) -> PlanAnswer:
-    """Ask R2; a plan that breaks the rules is re-asked once with the problems, then rejected."""
+    """Ask R2; a plan that breaks the rules is re-asked once with the problems, then rejected.
+
+    Size alone never rejects the re-asked plan: it is capped (and the cap logged) instead.
+    """
     problems: list[str] | None = None
     for suffix in ("", " · re-ask"):
         plan = await plan_task(runtime_id, spec, block, directive, must_not_tools, must_not_targets,
                                prior_summary, problems, suffix=suffix)
-        problems = plan_rules.validate_plan(plan, must_not_tools, must_not_targets)
+        size_limit = None if suffix else plan_rules.MAX_SUBTASKS
+        problems = plan_rules.validate_plan(plan, must_not_tools, must_not_targets, max_subtasks=size_limit)
         if not problems:
             return plan
         get_run_logger().warning("plan rejected: %s", "; ".join(problems))

@@ -66,10 +66,29 @@ def event_name(kind: str) -> str:
     return f"{EVENT_PREFIX}{kind}"
 
 
+def without_nul(value: Any) -> Any:
+    """``value`` with every NUL character replaced by U+FFFD.
+
+    PostgreSQL (behind a Prefect server) cannot store U+0000 in text or JSON, so an event
+    carrying one (a tool printed a NUL byte) would be dropped by the server, and the Auditor
+    would never see that message.
+    """
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_nul(v) for v in value]
+    return value
+
+
 def bounded_payload(message: BaseModel) -> dict[str, Any]:
     """The message as JSON data, shortened (and marked) if it would exceed the event size limit."""
     data = message.model_dump(mode="json")
     text = json.dumps(data, default=str)
+    if "\\u0000" in text:
+        data = without_nul(data)
+        text = json.dumps(data, default=str)
     if len(text) <= MAX_PAYLOAD_CHARS:
         return data
     half = MAX_PAYLOAD_CHARS // 2

@@ -47,13 +47,17 @@ def _subtask_problems(n: int, sub: PlannedSubTask, tools: list[str], targets: li
     return problems
 
 
-def validate_plan(plan: PlanAnswer, must_not_tools: set[str], must_not_targets: set[str]) -> list[str]:
-    """The plan's violations of the rules and the MUST NOT set; [] when it may be dispatched."""
+def validate_plan(plan: PlanAnswer, must_not_tools: set[str], must_not_targets: set[str],
+                  max_subtasks: int | None = MAX_SUBTASKS) -> list[str]:
+    """The plan's violations of the rules and the MUST NOT set; [] when it may be dispatched.
+
+    ``max_subtasks=None`` lets an oversized plan through (the caller caps it with ``cap_plan``).
+    """
     if not plan.subtasks:
         return ["the plan has no subtasks"]
     problems = []
-    if len(plan.subtasks) > MAX_SUBTASKS:
-        problems.append(f"the plan has {len(plan.subtasks)} subtasks; at most {MAX_SUBTASKS} are allowed")
+    if max_subtasks is not None and len(plan.subtasks) > max_subtasks:
+        problems.append(f"the plan has {len(plan.subtasks)} subtasks; at most {max_subtasks} are allowed")
     tools = sorted(t.strip() for t in must_not_tools if t and t.strip())
     targets = sorted(t.strip() for t in must_not_targets if t and t.strip())
     for n, sub in enumerate(plan.subtasks, 1):

@@ -10,6 +10,7 @@ from config.contracts import Constraints, Loss, PlanDirective, TaskSpec
 from config.protocol import PlanAnswer
 from tasks.llm.fake import ScriptedLLM
 from tasks.roles.planner import plan
+from tasks.roles.prompting import FENCE_OPEN
 
 SPEC = TaskSpec(task_id="count_py", intent="count the python files in the project",
                 constraints=Constraints(scope="~/proj"), raw_input="how many .py files in ~/proj?")
@@ -46,6 +47,8 @@ def test_initial_plan_prompt():
     assert "verifiable" in system_text and "plausible" in system_text
     assert SPEC.intent in prompt and SPEC.raw_input in prompt and "~/proj" in prompt
     assert "SHOULD PREFER: glob for project files" in prompt
+    fence_start = prompt.index(FENCE_OPEN + "memory")  # memory reaches the planner fenced as data
+    assert fence_start < prompt.index("SHOULD PREFER: glob for project files") < prompt.index(">>>", fence_start)
     assert "Blocked tools: none" in prompt
     assert "REPLAN DIRECTIVE" not in prompt and "REJECTED" not in prompt
 

@@ -8,6 +8,7 @@ makes the id a safe short snake_case name, because ids end up in file names and 
 
 from __future__ import annotations
 
+import json
 import re
 
 from config.contracts import TaskSpec
@@ -18,6 +19,9 @@ HISTORY_TURNS = 5
 """Session context: the last this-many {input, summary} pairs."""
 TASK_ID_MAX = 40
 """Longest task_id kept."""
+MAX_REQUEST_BYTES = 256_000
+"""Largest request, measured as its JSON encoding: it travels as a flow-run parameter and Prefect's
+API refuses parameters over 512 KB.  Longer text belongs in a file the request names."""
 
 ROLE = """Role R1, Perceiver. Translate the user's request into a TaskSpec.
 - task_id: a short snake_case name for the task (a few words).
@@ -31,6 +35,22 @@ Never add success criteria, tool choices or execution strategies: planning is an
 
 class EmptyRequest(ConfigurationError, ValueError):
     """An empty request: the person must say what they want (a usage error, exit code 2)."""
+
+
+class RequestTooLong(ConfigurationError, ValueError):
+    """A request too long to carry whole (a usage error, exit code 2); R1 never truncates the user's words."""
+
+
+def check_request(raw_input: str) -> None:
+    """EmptyRequest or RequestTooLong when the request cannot be carried into the system whole."""
+    if not raw_input or not raw_input.strip():
+        raise EmptyRequest("empty request: there is nothing to do; say what you want done")
+    size = len(json.dumps(raw_input))
+    if size > MAX_REQUEST_BYTES:
+        raise RequestTooLong(
+            f"the request is too long to carry whole ({len(raw_input):,} characters, {size:,} bytes encoded; "
+            f"the limit is {MAX_REQUEST_BYTES:,}): put the long text in a file in the workspace and name that "
+            "file in a short request")
 
 
 def sanitise_task_id(raw: str) -> str:
@@ -56,9 +76,8 @@ def messages_for(raw_input: str, history: list[dict]) -> list[dict]:
 
 
 async def perceive(llm, raw_input: str, history: list[dict]) -> TaskSpec:
-    """Turn free text (plus the last 5 turns) into a TaskSpec; ValueError on an empty request."""
-    if not raw_input or not raw_input.strip():
-        raise EmptyRequest("empty request: there is nothing to do; say what you want done")
+    """Turn free text (plus the last 5 turns) into a TaskSpec; ValueError on an empty or too long request."""
+    check_request(raw_input)
     answer = await llm.structured("R1", "TaskSpec", messages_for(raw_input, history))
     intent = answer.intent.strip() or raw_input.strip()
     return TaskSpec(task_id=sanitise_task_id(answer.task_id), intent=intent,

@@ -56,7 +56,7 @@ class ToolBox:
         self.sandbox_mode = sandbox_mode or getattr(settings.tools, "sandbox", "auto")
         if self.sandbox_mode not in sandbox.MODES:
             raise ValueError(f"sandbox mode must be one of {', '.join(sandbox.MODES)}, got {self.sandbox_mode!r}")
-        self.limits = limits or sandbox.Limits()
+        self.limits = limits or sandbox.Limits.from_params(settings.tools)
         self.law1_denials: list[PendingAction] = []
         self.approvals: list[PendingAction] = []
         self._described = False
@@ -98,7 +98,8 @@ class ToolBox:
     def _result(self, name: str, shown: str, outcome: str | ToolError) -> ToolResult:
         limit = self.settings.tools.head_tail_limit
         ok = not isinstance(outcome, ToolError)
-        output = head_tail(str(outcome), limit)
+        output = head_tail(str(outcome), limit).replace("\x00", "\ufffd")  # PostgreSQL cannot store NUL
+        shown = shown.replace("\x00", "\ufffd")
         evidence = f"{name}: {shown} → {first_n(output, self.settings.tools.evidence_chars)}"
         failure = None if ok else outcome.failure_class
         return ToolResult(ok=ok, output=output, failure_class=failure, evidence=evidence)
@@ -171,8 +172,8 @@ class ToolBox:
         box = sandbox.Sandbox(self.workspace, self.network, self.limits, binary)
         timeout = self.settings.tools.shell_timeout_s
         if approved:
-            _log(logging.WARNING, f"shell: a Law-1 action approved by the user runs outside the sandbox "
-                                  f"(limits still apply): {sandbox.describe(box, timeout)}")
+            _log(logging.WARNING, "shell: the user approved this Law-1 action, so it runs outside the sandbox; "
+                                  "the limits and the timeout still apply")
         elif not self._described:
             self._described = True
             _log(logging.INFO if binary else logging.WARNING, sandbox.describe(box, timeout))
@@ -193,8 +194,10 @@ class ToolBox:
         text = f"{prefix}{body}{chr(10) if body else ''}[exit code {done.returncode}]"
         if done.returncode == 0:
             return text
-        failure = "environmental" if done.returncode in (126, 127) or done.returncode < 0 else "logical"
-        raise ToolError(text, failure)
+        signum = sandbox.killed_by(done.returncode)
+        if signum is not None:  # a limit or a signal ended it: the world stopped it, not the approach
+            raise ToolError(f"{text}\n{sandbox.limit_note(signum, self.limits)}", "environmental")
+        raise ToolError(text, "environmental" if done.returncode in (126, 127) else "logical")
 
     async def _find_via_locate(self, query: shell.FindQuery, notes: list[str]) -> str:
         answer = await asyncio.to_thread(locate, query.pattern, Path.home(), query.roots)

@@ -24,6 +24,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -51,6 +52,14 @@ class Limits:
     open_files: int = 1024
     """Open file descriptors (RLIMIT_NOFILE)."""
 
+    @classmethod
+    def from_params(cls, tools: object) -> Limits:
+        """The limits named in the tool settings (``shell_cpu_s``, ``shell_memory_mb``, ``shell_file_mb``)."""
+        default = cls()
+        return cls(cpu_s=int(getattr(tools, "shell_cpu_s", default.cpu_s)),
+                   memory_mb=int(getattr(tools, "shell_memory_mb", default.memory_mb)),
+                   file_mb=int(getattr(tools, "shell_file_mb", default.file_mb)))
+
 
 @dataclass(frozen=True)
 class Sandbox:
@@ -63,23 +72,27 @@ class Sandbox:
     """A bubblewrap binary known to work here, or None for the limits-only fallback."""
 
 
+CPU_GRACE_S = 5
+"""Seconds between SIGXCPU (the CPU limit, reported as such) and SIGKILL (for a process that ignores it)."""
+
 _LIMITS = (("t", resource.RLIMIT_CPU, 1), ("d", resource.RLIMIT_DATA, 1024), ("f", resource.RLIMIT_FSIZE, 1024),
            ("n", resource.RLIMIT_NOFILE, 1))
 
 
 def ulimit_line(limits: Limits, hard: Mapping[int, int] | None = None) -> str:
-    """``ulimit`` flags for bash (-t seconds, -d/-f KiB, -n count, -c 0), never above the current hard limits."""
+    """``ulimit`` commands for bash (-t seconds, -d/-f KiB, -n count, -c 0), never above the current hard limits."""
     wanted = {resource.RLIMIT_CPU: limits.cpu_s, resource.RLIMIT_DATA: limits.memory_mb * 1024 * 1024,
               resource.RLIMIT_FSIZE: limits.file_mb * 1024 * 1024, resource.RLIMIT_NOFILE: limits.open_files}
     hard = hard if hard is not None else {r: resource.getrlimit(r)[1] for r in wanted}
-    parts = []
-    for flag, rlimit, unit in _LIMITS:
-        value = wanted[rlimit]
+    wanted[resource.RLIMIT_CPU] += CPU_GRACE_S  # hard limit: SIGKILL; the soft one below sends SIGXCPU first
+    values = {}
+    for _flag, rlimit, unit in _LIMITS:
         cap = hard.get(rlimit, resource.RLIM_INFINITY)
-        if cap != resource.RLIM_INFINITY:
-            value = min(value, cap)
-        parts.append(f"-{flag} {max(value // unit, 1)}")
-    return "ulimit -c 0 " + " ".join(parts)
+        value = wanted[rlimit] if cap == resource.RLIM_INFINITY else min(wanted[rlimit], cap)
+        values[rlimit] = max(value // unit, 1)
+    parts = " ".join(f"-{flag} {values[rlimit]}" for flag, rlimit, _unit in _LIMITS)
+    soft_cpu = min(limits.cpu_s, max(values[resource.RLIMIT_CPU] - 1, 1))  # below the hard one, so SIGXCPU comes
+    return f"ulimit -c 0 {parts} && ulimit -S -t {soft_cpu}"
 
 
 def limited_argv(argv: list[str], limits: Limits, hard: Mapping[int, int] | None = None) -> list[str]:
@@ -104,6 +117,23 @@ def wrap(argv: list[str], box: Sandbox, hard: Mapping[int, int] | None = None) -
     if box.bwrap is None:
         return limited
     return [*bwrap_argv(box.bwrap, box.workspace, box.network), *limited]
+
+
+def killed_by(returncode: int | None) -> int | None:
+    """The signal that ended a command: -N from Python, 128+N from bash or bubblewrap; else None."""
+    if returncode is None:
+        return None
+    if returncode < 0:
+        return -returncode
+    return returncode - 128 if 128 < returncode <= 128 + 64 else None
+
+
+def limit_note(signum: int, limits: Limits) -> str:
+    """What a signal death means, in words the model can act on."""
+    name = {signal.SIGXCPU: f"SIGXCPU: the CPU-time limit of {limits.cpu_s} s was reached",
+            signal.SIGXFSZ: f"SIGXFSZ: a file grew past the {limits.file_mb} MB limit",
+            signal.SIGKILL: "SIGKILL: a hard limit or the system's out-of-memory killer"}.get(signum)
+    return f"[killed by {name or f'signal {signum}'}]"
 
 
 def scrubbed_env(environ: Mapping[str, str]) -> dict[str, str]:

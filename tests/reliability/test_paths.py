@@ -61,8 +61,10 @@ def test_read_file_refuses_to_leave_its_roots(world, case: str, path: str, says:
     assert "TOP SECRET" not in result.output
 
 
-READ_ALLOWED = [("relative", "inner/data.txt", "inner data"), ("dotdot inside", "inner/../inner/data.txt", "inner data"),
-                ("symlink inside", "link_to_inner", "inner data"), ("home by tilde", "~/notes.txt", "home notes")]
+READ_ALLOWED = [("relative", "inner/data.txt", "inner data"),
+                ("dotdot inside", "inner/../inner/data.txt", "inner data"),
+                ("symlink inside", "link_to_inner", "inner data"),
+                ("home by tilde", "~/notes.txt", "home notes")]
 
 
 @pytest.mark.parametrize(("case", "path", "text"), READ_ALLOWED, ids=[c[0] for c in READ_ALLOWED])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import shutil
 import tempfile
 import threading
@@ -21,7 +22,16 @@ import pytest
 
 from config.settings import load_settings
 from tasks.tools import ToolBox
-from tasks.tools.sandbox import Limits, bwrap_problem, find_bwrap
+from tasks.tools.sandbox import (
+    Limits,
+    bwrap_argv,
+    bwrap_problem,
+    find_bwrap,
+    killed_by,
+    limit_note,
+    scrubbed_env,
+    ulimit_line,
+)
 from tests.test_tools import Gate, run
 
 needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason=f"bubblewrap unusable here: {bwrap_problem()}")
@@ -130,20 +140,21 @@ def test_a_search_call_opens_the_network_for_the_rest_of_the_subtask(tmp_path: P
 
 
 # ------------------------------------------------------------------ limits and the timeout
-LIMIT_CASES = [
-    ("cpu", Limits(cpu_s=1), "python3 -c 'while True: pass'", None),
-    ("memory", Limits(memory_mb=200), "python3 -c 'x = bytearray(1 << 30)'", "MemoryError"),
-    ("file size", Limits(file_mb=1), "head -c 3000000 /dev/zero > big.bin", "File size limit exceeded"),
+LIMIT_CASES = [  # (case, limits, command, what the output says, failure class)
+    ("cpu", Limits(cpu_s=1), "python3 -c 'while True: pass'", "CPU-time limit of 1 s", "environmental"),
+    ("memory", Limits(memory_mb=200), "python3 -c 'x = bytearray(1 << 30)'", "MemoryError", "logical"),
+    ("file size", Limits(file_mb=1), "head -c 3000000 /dev/zero > big.bin", "past the 1 MB limit", "environmental"),
 ]
 
 
 @pytest.mark.parametrize("mode", [pytest.param("auto", marks=needs_bwrap), "off"])
-@pytest.mark.parametrize(("name", "limits", "command", "says"), LIMIT_CASES, ids=[c[0] for c in LIMIT_CASES])
-def test_limits_hold_with_and_without_bubblewrap(tmp_path, ws, mode, name, limits, command, says):
+@pytest.mark.parametrize(("name", "limits", "command", "says", "failure"), LIMIT_CASES,
+                         ids=[c[0] for c in LIMIT_CASES])
+def test_limits_hold_with_and_without_bubblewrap(tmp_path, ws, mode, name, limits, command, says, failure):
+    """A limit ends the command and the output says which (a program reporting it itself fails as usual)."""
     result = shell(box(tmp_path, ws, sandbox_mode=mode, limits=limits), command)
     assert not result.ok and not result.output.startswith("timed out"), result.output
-    if says:
-        assert says in result.output
+    assert says in result.output and result.failure_class == failure
     big = ws / "big.bin"
     assert not big.exists() or big.stat().st_size <= 1 << 20
 
@@ -217,3 +228,48 @@ def test_bubblewrap_in_use_is_stated_once_per_subtask(tmp_path: Path, ws: Path, 
     lines = [r.getMessage() for r in caplog.records if "shell sandbox" in r.getMessage()]
     assert len(lines) == 1 and "bubblewrap" in lines[0] and "no network" in lines[0]
     assert os.path.realpath(ws) in lines[0] or str(ws) in lines[0]
+
+
+# ------------------------------------------------------------------ the pure parts
+INF = resource.RLIM_INFINITY
+
+
+@pytest.mark.parametrize(("limits", "hard", "expected"), [
+    (Limits(cpu_s=10, memory_mb=1, file_mb=2, open_files=64), {},
+     "ulimit -c 0 -t 15 -d 1024 -f 2048 -n 64 && ulimit -S -t 10"),
+    (Limits(cpu_s=10, memory_mb=1, file_mb=2, open_files=64), {resource.RLIMIT_CPU: 8, resource.RLIMIT_NOFILE: 32},
+     "ulimit -c 0 -t 8 -d 1024 -f 2048 -n 32 && ulimit -S -t 7"),  # never above a hard limit already set
+    (Limits(cpu_s=10, memory_mb=1, file_mb=2, open_files=64), {r: INF for r in (0, 1, 2, 7)},
+     "ulimit -c 0 -t 15 -d 1024 -f 2048 -n 64 && ulimit -S -t 10"),
+])
+def test_ulimit_line(limits: Limits, hard: dict, expected: str):
+    assert ulimit_line(limits, hard) == expected
+
+
+@pytest.mark.parametrize(("code", "signum"), [(0, None), (1, None), (127, None), (128, None), (-9, 9), (137, 9),
+                                              (152, 24), (153, 25), (192, 64), (193, None), (None, None)])
+def test_killed_by(code, signum):
+    assert killed_by(code) == signum
+
+
+@pytest.mark.parametrize(("signum", "says"), [(24, "CPU-time limit of 120 s"), (25, "past the 1024 MB limit"),
+                                              (9, "hard limit"), (15, "signal 15")])
+def test_limit_note(signum: int, says: str):
+    assert says in limit_note(signum, Limits())
+
+
+def test_scrubbed_env_keeps_the_ordinary_and_drops_secrets_and_artoo_settings():
+    env = {"PATH": "/bin", "HOME": "/h", "LANG": "C", "OPENAI_BASE_URL": "u", "BRAIN_MODEL": "m", "TOOL_X": "t",
+           "ARTOO_HOME": "a", "PREFECT_API_URL": "p", "AWS_SECRET_ACCESS_KEY": "s", "GH_TOKEN": "g",
+           "DB_PASSWORD": "d", "api_key": "k", "SESSION_COOKIE": "c"}
+    assert scrubbed_env(env) == {"PATH": "/bin", "HOME": "/h", "LANG": "C"}
+
+
+@pytest.mark.parametrize("network", [False, True])
+def test_bwrap_argv(tmp_path: Path, network: bool):
+    argv = bwrap_argv("bwrap", tmp_path, network)
+    real = os.path.realpath(tmp_path)
+    assert argv[:4] == ["bwrap", "--ro-bind", "/", "/"] and argv[-1] == "--"
+    assert ["--bind", real, real] == argv[argv.index("--bind"):argv.index("--bind") + 3]
+    assert argv.index("--tmpfs") < argv.index("--bind")  # the private /tmp first, then the workspace on it
+    assert ("--share-net" in argv) is network and "--unshare-all" in argv and "ALL" in argv
