@@ -122,6 +122,11 @@ def serve() -> None:
         settings = load_settings()
     except ArtooError as exc:
         fail(exc)
+    try:
+        settings.require_tiers()
+    except ConfigurationError as exc:  # the Dreamer and the Auditor still work; say what task runs will need
+        err.print(f"artoo serve: warning: artoo-task runs will fail until an LLM endpoint is configured ({exc})",
+                  highlight=False, soft_wrap=True)
     ui = api_url.removesuffix("/").removesuffix("/api")
     err.print(f"artoo serve: serving artoo-task, dreamer and auditor to {api_url}\n"
               f"  run a task from the UI: {ui}/deployments (artoo-task → Run → Custom run)\n"
@@ -135,17 +140,28 @@ def server(
     port: Annotated[int, typer.Option(help="Loopback port of the Prefect API and UI.")] = 4200,
 ) -> None:
     """Start a local Prefect server (with its own PostgreSQL) on loopback until Ctrl-C or SIGTERM."""
+    import signal
+    import time
+
     from config.settings import load_settings
 
+    signal.signal(signal.SIGTERM, _interrupt)  # from here on SIGTERM is Ctrl-C: whatever started is stopped
     try:
         prefect, database = _start_server(load_settings().home_dir / "server", port)
     except ArtooError as exc:
         fail(exc)
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
     print(f"Prefect UI: http://127.0.0.1:{prefect.port}\nexport PREFECT_API_URL={prefect.api_url}", flush=True)
     err.print(f"artoo server: running over {'PostgreSQL' if database else 'SQLite'}, home {prefect.home} "
               "(Ctrl-C or SIGTERM stops it)", highlight=False)
+    died = False
     try:
-        died = _wait_for_stop(prefect)
+        while not died:
+            time.sleep(0.5)
+            died = prefect.process.poll() is not None
+    except KeyboardInterrupt:
+        pass
     finally:
         prefect.stop()
         if database:
@@ -155,8 +171,15 @@ def server(
     raise typer.Exit(1 if died else 0)
 
 
+def _interrupt(_signum: int, _frame: object = None) -> None:
+    raise KeyboardInterrupt
+
+
 def _start_server(root: Path, port: int):
-    """PostgreSQL (when it can run here; else SQLite, said plainly) and Prefect on 127.0.0.1:port."""
+    """PostgreSQL (when it can run here; else SQLite, said plainly) and Prefect on 127.0.0.1:port.
+
+    Interrupted or failed half-way, it stops what it had started before re-raising.
+    """
     import socket
 
     from artoo.local_server import Postgres, PrefectServer, postgres_bin
@@ -166,47 +189,62 @@ def _start_server(root: Path, port: int):
             raise ConfigurationError(f"port {port} on 127.0.0.1 is already in use (another Prefect server?): "
                                      "stop it, or pick another port with --port")
     root.mkdir(parents=True, exist_ok=True)
-    database = None
-    if postgres_bin() is not None:
-        try:
-            database = Postgres(root / "postgres").start()
-        except ConfigurationError as exc:  # e.g. root with ARTOO_HOME where the postgres user cannot reach
-            err.print(f"artoo server: PostgreSQL would not start, using SQLite (parallel subtasks start "
-                      f"slower): {exc}", highlight=False)
-    prefect = PrefectServer(root / "prefect", port=port, database_url=database.url if database else None)
+    database = Postgres(root / "postgres") if postgres_bin() is not None else None
+    prefect = None
     try:
+        if database is not None:
+            try:
+                database.start()
+            except ConfigurationError as exc:  # e.g. root, with ARTOO_HOME where the postgres user cannot reach
+                database = None
+                err.print(f"artoo server: PostgreSQL would not start, using SQLite (parallel subtasks start "
+                          f"slower): {exc}", highlight=False)
+        prefect = PrefectServer(root / "prefect", port=port, database_url=database.url if database else None)
         prefect.start()
     except BaseException:
-        if database:
+        if prefect is not None:
+            prefect.stop()
+        if database is not None:
             database.stop()
         raise
     return prefect, database
-
-
-def _wait_for_stop(prefect) -> bool:
-    """Block until SIGTERM or Ctrl-C (→ False) or until the server process dies (→ True)."""
-    import signal
-    import threading
-
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        while not stop.is_set():
-            if prefect.process.poll() is not None:
-                return True
-            stop.wait(0.5)
-    except KeyboardInterrupt:
-        pass
-    return False
 
 
 app.command("dream")(dream_command)
 
 
 @app.command()
-def bench(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False) -> None:
-    """Run the benchmarks and print their tables."""
-    not_available("bench", "benchmarks")
+def bench(
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Tiny configuration: short latency, one run each.")] = False,
+    only: Annotated[str | None, typer.Option(
+        help="Comma-separated: overhead, parallel, economy, flow_runs, memory (default all).")] = None,
+    latency: Annotated[float | None, typer.Option(help="Seconds per scripted LLM call (0.3; quick 0.1).")] = None,
+    process_latency: Annotated[float | None, typer.Option(
+        help="Seconds per call for the whole-process figure (1.5; quick 0.3).")] = None,
+    repeats: Annotated[int | None, typer.Option(help="Runs per candidate (3; quick 1).")] = None,
+    api_url: Annotated[str | None, typer.Option(help="Use this running Prefect server as the local mode.")] = None,
+    ephemeral_only: Annotated[bool, typer.Option("--ephemeral-only", help="Skip the local server mode.")] = False,
+    memory_full: Annotated[bool, typer.Option("--memory-full", help="Memory at 10⁵–10⁷ Megrams (slow).")] = False,
+    save: Annotated[Path | None, typer.Option(help="Also write the JSON document to this file.")] = None,
+) -> None:
+    """Run the benchmarks side by side and print their tables (see bench/README.md)."""
+    source = Path(__file__).resolve().parents[1]  # bench/ lives in the source tree, not in the package
+    if (source / "bench" / "harness.py").is_file() and str(source) not in sys.path:
+        sys.path.insert(0, str(source))
+    try:
+        from bench.harness import main as bench_main
+    except ImportError:
+        err.print("artoo bench: the benchmarks live in the source tree's bench/ directory, which this "
+                  "installation does not include; run it from a checkout (pip install -e .).", highlight=False)
+        raise typer.Exit(2) from None
+    argv = [flag for flag, on in (("--json", as_json), ("--quick", quick), ("--ephemeral-only", ephemeral_only),
+                                  ("--memory-full", memory_full)) if on]
+    for flag, value in (("--only", only), ("--latency", latency), ("--process-latency", process_latency),
+                        ("--repeats", repeats), ("--api-url", api_url), ("--save", save)):
+        if value is not None:
+            argv += [flag, str(value)]
+    raise typer.Exit(bench_main(argv))
 
 
 @audit_app.callback()

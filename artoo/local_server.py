@@ -80,9 +80,14 @@ class Postgres:
         options = f"-p {self.port} -k {self.data_dir} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._run("pg_ctl", "-D", str(self.data_dir), "-o", options, "-l", str(self.data_dir / "server.log"),
                   "-w", "start")
-        if fresh:
-            self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "prefect", "prefect")
+        self._ensure_database()  # also after a first start that was interrupted before createdb
         return self
+
+    def _ensure_database(self) -> None:
+        argv = [str(self.bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "prefect", "prefect"]
+        result = subprocess.run(_as_owner(argv), capture_output=True, text=True)
+        if result.returncode != 0 and "already exists" not in result.stderr:
+            raise ConfigurationError(f"PostgreSQL createdb failed: {result.stderr.strip()}")
 
     def stop(self) -> None:
         """Stop the cluster (fast shutdown); data stays for the next start."""

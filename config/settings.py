@@ -174,16 +174,12 @@ class Settings(BaseSettings):
     @property
     def home_dir(self) -> Path:
         """ARTOO_HOME expanded and created."""
-        path = self.home.expanduser()
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return _directory(self.home, "ARTOO_HOME")
 
     @property
     def workspace_dir(self) -> Path:
         """The workspace expanded and created."""
-        path = self.workspace.expanduser()
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return _directory(self.workspace, "ARTOO_WORKSPACE")
 
     def masked(self) -> dict:
         """Settings as plain data with every secret masked, for ``artoo config``."""
@@ -197,6 +193,16 @@ class Settings(BaseSettings):
                 resolved["api_key"] = "****"
             data[f"resolved_{tier}_tier"] = resolved
         return data
+
+
+def _directory(path: Path, name: str) -> Path:
+    """Expand and create a directory setting; a path that cannot be one is a configuration error."""
+    path = path.expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError, PermissionError) as exc:
+        raise ConfigurationError(f"{name}={path} cannot be used as a directory: {exc}") from exc
+    return path
 
 
 def _user_toml() -> Path | None:

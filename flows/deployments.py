@@ -12,14 +12,18 @@
 
 ``prefect.yaml`` declares the same deployments for ``prefect deploy --all`` with a process
 work pool; tests/e2e checks the two never drift apart.  ``artoo serve`` serves these from
-this checkout (module entrypoints, so any working directory works) with Prefect's own
-``serve``, whose runner stops cleanly on SIGTERM and pauses the schedules on the way out.
+this checkout (module entrypoints, so any working directory works) with the Runner behind
+Prefect's ``serve``, polling every 2 s.  SIGTERM or Ctrl-C runs the runner's own ``astop``:
+runs in flight end Cancelled, their processes stop, and the schedules pause until the next
+``artoo serve`` un-pauses them.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
@@ -32,6 +36,9 @@ AUDIT_PERIOD_S = 300
 AUDIT_MARGIN_S = 30
 """An auditor run ends this long before the next tick, so runs never overlap."""
 TAGS = ["artoo"]
+POLL_S = 2.0
+"""How often ``artoo serve`` looks for runs to start (Prefect's default, 10 s, feels dead after a click
+on Run); PREFECT_RUNNER_POLL_FREQUENCY overrides it, PREFECT_RUNNER_PROCESS_LIMIT caps concurrent runs."""
 
 NO_API_URL = (
     "artoo serve needs a Prefect server to serve the deployments to, and PREFECT_API_URL is not set. "
@@ -120,22 +127,33 @@ def serve_all(settings: Settings) -> None:
     """Serve every deployment until SIGTERM or Ctrl-C; the runner pauses the schedules on the way out."""
     import asyncio
     import contextlib
+    import signal
 
-    from prefect.exceptions import TerminationSignal
     from prefect.runner import Runner
 
-    runner = Runner(name="artoo", pause_on_shutdown=True)
+    poll = None if os.environ.get("PREFECT_RUNNER_POLL_FREQUENCY") else POLL_S
+    runner = Runner(name="artoo", pause_on_shutdown=True, query_seconds=poll)
     for deployment in runner_deployments(settings):
         runner.add_deployment(deployment)
-    # Prefect's own SIGTERM handler calls the async ``stop`` without awaiting it (a RuntimeWarning);
-    # raising TerminationSignal instead takes the same path as Ctrl-C: the runner's exit stops the
-    # flow-run processes it started and pauses the schedules.
-    runner.handle_sigterm = _terminate
-    with contextlib.suppress(KeyboardInterrupt, TerminationSignal):
+    runner.handle_sigterm = partial(_stop_on_loop, runner)  # Runner.start installs it for SIGTERM
+    signal.signal(signal.SIGINT, runner.handle_sigterm)  # and Ctrl-C does the same
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(runner.start())
 
 
-def _terminate(signum: int, _frame: object = None) -> None:
-    from prefect.exceptions import TerminationSignal
+def _stop_on_loop(runner, _signum: int, _frame: object = None) -> None:
+    """SIGTERM or Ctrl-C: run the runner's own ``astop`` on its loop; a second signal stops at once.
 
-    raise TerminationSignal(signal=signum)
+    ``astop`` marks in-flight runs Cancelled and ends their processes, then the runner's exit
+    pauses the schedules.  (Prefect's own handler calls the async ``stop`` without awaiting it
+    and exits at once, leaving in-flight runs shown as Running, holding their concurrency slot.)
+    """
+    import asyncio
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        raise KeyboardInterrupt from None  # not serving yet: nothing to cancel
+    if not runner.started:
+        raise KeyboardInterrupt  # already stopping: stop now
+    loop.call_soon_threadsafe(lambda: loop.create_task(runner.astop()))

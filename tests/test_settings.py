@@ -72,3 +72,11 @@ def test_bad_settings_are_one_clear_configuration_error(artoo_env, monkeypatch, 
         monkeypatch.setenv("ARTOO_CONFIG", str(broken))
     with pytest.raises(ConfigurationError):
         load_settings()
+
+
+def test_a_home_that_is_a_file_is_a_configuration_error(artoo_env, monkeypatch):
+    blocker = artoo_env / "not-a-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("ARTOO_HOME", str(blocker))
+    with pytest.raises(ConfigurationError, match="ARTOO_HOME"):
+        _ = load_settings().home_dir
