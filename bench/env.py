@@ -35,11 +35,19 @@ def clean_environ(base: dict[str, str]) -> dict[str, str]:
 
 
 def homes(root: Path, name: str) -> dict[str, str]:
-    """The environment of one isolated artoo installation under ``root/name``."""
+    """The environment of one isolated artoo installation under ``root/name`` (directories created).
+
+    The ephemeral server's start-up timeout is raised from 20 s: a fresh ``PREFECT_HOME``
+    migrates its database on the first start, which a busy 2-core machine can take longer
+    than that to do.  It changes no timing, only how long Prefect waits before giving up.
+    """
     base = root / name
-    return {"ARTOO_HOME": str(base / "artoo-home"), "ARTOO_WORKSPACE": str(base / "workspace"),
-            "PREFECT_HOME": str(base / "prefect-home"), "ARTOO_LAW1_MODE": "deny",
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    paths = {"ARTOO_HOME": base / "artoo-home", "ARTOO_WORKSPACE": base / "workspace",
+             "PREFECT_HOME": base / "prefect-home"}
+    for path in paths.values():
+        path.mkdir(parents=True, exist_ok=True)
+    return {**{k: str(v) for k, v in paths.items()}, "ARTOO_LAW1_MODE": "deny",
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"}
 
 
 def llm_env(base_url: str) -> dict[str, str]:
@@ -68,10 +76,13 @@ class Servers:
     api_url: str | None = None
     """An already-running server to use as the ``local`` candidate (nothing is started then)."""
     started: list = field(default_factory=list)
+    backend: str | None = None
+    """What the local mode ran on: "postgresql", "sqlite" (no PostgreSQL here) or "given" (``api_url``)."""
 
     def start_local(self) -> str:
         """The ``local`` mode's API URL, starting Postgres + ``prefect server start`` when none was given."""
         if self.api_url:
+            self.backend = self.backend or "given"
             return self.api_url
         from artoo.local_server import start_local
 
@@ -80,6 +91,7 @@ class Servers:
         for path in (self.root, where):
             path.chmod(0o755)  # the postgres user must reach its data directory
         server, database = start_local(where)
+        self.backend = "postgresql" if database is not None else "sqlite"
         self.started += [s for s in (server, database) if s is not None]
         self.api_url = server.api_url
         return self.api_url
@@ -90,6 +102,21 @@ class Servers:
             with contextlib.suppress(Exception):
                 thing.stop()
         self.started.clear()
+
+
+def stop_ephemeral() -> None:
+    """Stop the ephemeral Prefect server this process started (after draining what it was sent)."""
+    if "prefect" not in sys.modules:
+        return
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.server.api.server import SubprocessASGIServer
+
+    for worker in (EventsWorker, APILogWorker):
+        with contextlib.suppress(Exception):
+            worker.drain_all(timeout=10)
+    for server in list(SubprocessASGIServer._instances.values()):
+        server.stop()
 
 
 @contextlib.contextmanager

@@ -80,10 +80,13 @@ def table(title: str, columns: list[str]) -> Table:
     return out
 
 
-def figures_table(section: Section) -> Table:
-    """Every figure of a section with its target and verdict."""
-    out = table(f"{section.title}: figures and targets", ["figure", "value", "target", "verdict"])
-    for f in section.figures:
+def figures_table(section: Section) -> Table | None:
+    """The figures of a section that are held to a target, with their verdicts (None when there are none)."""
+    judged = [f for f in section.figures if f.target]
+    if not judged:
+        return None
+    out = table(f"{section.title}: figures held to a target", ["figure", "value", "target", "verdict"])
+    for f in judged:
         value = fmt(f.value, 3 if isinstance(f.value, float) and abs(f.value) < 10 else 1)
-        out.add_row(f.what, f"{value} {f.unit}".strip(), f.target or "—", mark(f.met))
+        out.add_row(f.what, value if value == "n/a" else f"{value} {f.unit}".strip(), f.target or "—", mark(f.met))
     return out

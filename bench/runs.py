@@ -23,8 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.chain import Economy, economy
-from bench.env import EPHEMERAL, clean_environ, homes, llm_env, prefect_mode, stderr_to
+from bench.env import clean_environ, homes, llm_env, prefect_mode, stderr_to
 from bench.scenarios import Scenario
+
+STORY_SETTINGS = ("ARTOO_GGS__MAX_REPLANS",)
+"""Settings a scenario may set; cleared before every run so one story's budget never leaks into the next."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,11 @@ class Measured:
     def critical_s(self) -> float:
         """The LLM critical path: sequential requests × the fixed latency."""
         return self.economy.sequential_requests * self.latency_s
+
+    @property
+    def between_s(self) -> float:
+        """Orchestration between the first request and the last answer: wall − head − tail − critical path."""
+        return self.wall_s - self.head_s - self.tail_s - self.critical_s
 
     @property
     def ratio(self) -> float:
@@ -90,7 +98,9 @@ def run_once(job: Job, workspace: Path, log: Path) -> Measured:
     from tasks.bus import add_tap, remove_tap
 
     server = job.server
-    os.environ.update(llm_env(server.base_url), ARTOO_GGS__MAX_REPLANS=str(max(3, job.scenario.replans)))
+    for key in STORY_SETTINGS:
+        os.environ.pop(key, None)
+    os.environ.update(llm_env(server.base_url), **job.scenario.settings)
     before = len(server.requests)
     count = DispatchCount()
     add_tap(count)
@@ -139,12 +149,18 @@ def warm_up(mode: str, api_url: str | None, root: Path, scenario: Scenario) -> f
 
 @dataclass(frozen=True)
 class ProcessRun:
-    """Whole ``artoo run`` processes: the warm-up's wall time and the measured ones."""
+    """Whole ``artoo run`` processes: the warm-up's wall time (if one ran) and the measured ones."""
 
     latency_s: float
-    warmup_wall_s: float
+    warmup_wall_s: float | None
     walls_s: list[float]
     sequential_requests: list[int]
+    heads_s: list[float]
+    """Command start → first LLM request (imports, the ephemeral server's start, flow-run creation)."""
+    tails_s: list[float]
+    """Last LLM answer → process exit (GGS, artifacts, the audit pass, server shutdown)."""
+    home: str
+    """How the home was warmed: "dedicated warm-up run" or "the in-process runs"."""
 
     @property
     def ratio(self) -> float:
@@ -160,30 +176,39 @@ def artoo_command() -> list[str]:
     return [sys.executable, "-c", "from artoo.cli import main; main()"]
 
 
-def process_run(scenario: Scenario, runs: int, root: Path, original_env: dict[str, str]) -> ProcessRun:
-    """``artoo run --json`` as a subprocess: one warm-up, then ``runs`` timed processes (embedded mode)."""
+def process_run(scenario: Scenario, runs: int, root: Path, original_env: dict[str, str],
+                home: str | None = None) -> ProcessRun:
+    """``artoo run --json`` as subprocesses in embedded mode, no server running, ``runs`` of them timed.
+
+    With ``home`` (a name under ``root`` already warmed by earlier runs) no warm-up runs;
+    otherwise a fresh home gets one untimed warm-up process first.  ``scenario`` must be
+    scripted for every process started.
+    """
     from artoo.scripted_llm import ScriptedLLMServer
 
     env = clean_environ(original_env)
-    env.update(homes(root, "process"))
+    env.update(homes(root, home or "process"))
     latency = scenario.script["latency_s"]
-    walls, sequential = [], []
-    with ScriptedLLMServer(scenario.script) as server:
-        env.update(llm_env(server.base_url))
-        log = (root / "process.log").open("ab")
-        try:
-            for index in range(runs + 1):
-                before = len(server.requests)
-                started = time.perf_counter()
-                done = subprocess.run([*artoo_command(), "run", "--json", scenario.request], env=env,
-                                      stdout=subprocess.PIPE, stderr=log, timeout=600)
-                wall = time.perf_counter() - started
-                final = json.loads(done.stdout.decode().strip().splitlines()[-1]) if done.stdout.strip() else {}
-                if done.returncode != 0 or final.get("directive") != scenario.directive:
-                    raise RuntimeError(f"`artoo run` exited {done.returncode} ({final.get('directive')!r}); "
-                                       f"see {root / 'process.log'}")
-                walls.append(wall)
-                sequential.append(economy(server.requests[before:], scenario.subtasks).sequential_requests)
-        finally:
-            log.close()
-    return ProcessRun(latency, walls[0], walls[1:], sequential[1:])
+    walls, sequential, heads, tails = [], [], [], []
+    with ScriptedLLMServer(scenario.script) as server, (root / "process.log").open("ab") as log:
+        env.update(llm_env(server.base_url), **scenario.settings)
+        for _ in range(runs + (0 if home else 1)):
+            before = len(server.requests)
+            started, clock = time.perf_counter(), time.time()
+            done = subprocess.run([*artoo_command(), "run", "--json", scenario.request], env=env,
+                                  stdout=subprocess.PIPE, stderr=log, timeout=600)
+            wall = time.perf_counter() - started
+            requests = server.requests[before:]
+            lines = done.stdout.decode().strip().splitlines()
+            final = json.loads(lines[-1]) if lines else {}
+            if done.returncode != 0 or final.get("directive") != scenario.directive:
+                raise RuntimeError(f"`artoo run` exited {done.returncode} ({final.get('directive')!r}); "
+                                   f"see {root / 'process.log'}")
+            walls.append(wall)
+            sequential.append(economy(requests, scenario.subtasks).sequential_requests)
+            heads.append(min(r["received"] for r in requests) - clock)
+            tails.append(clock + wall - max(r["answered"] for r in requests))
+    warmup = None if home else walls[0]
+    skip = 0 if home else 1
+    return ProcessRun(latency, warmup, walls[skip:], sequential[skip:], heads[skip:], tails[skip:],
+                      "the in-process runs" if home else "a dedicated warm-up run")

@@ -10,7 +10,7 @@ scenario's fixed latency before it is answered.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,8 @@ class Scenario:
     replans: int
     retries: int
     directive: str
+    settings: dict[str, str] = field(default_factory=dict)
+    """Environment the story needs (e.g. the replan budget it spends)."""
 
 
 def _crit(text: str) -> dict:
@@ -81,10 +83,7 @@ def parallel(n: int, repeats: int = 1, latency_s: float = 0.3) -> Scenario:
 
 
 def replans(count: int = 3, repeats: int = 1, latency_s: float = 0.3) -> Scenario:
-    """Every round's executor fails logically: break_symmetry ``count`` times, then abandon.
-
-    Needs ``maxReplans == count`` (the default settings hold 3).
-    """
+    """Every round's executor fails logically: break_symmetry ``count`` times, then abandon (maxReplans = count)."""
     if count < 0 or repeats < 1:
         raise ValueError(f"need count >= 0 and at least one run, got count={count}, repeats={repeats}")
     answers: dict[str, list] = {"TaskSpec": [], "Plan": [], "tools": [], "AgentVerdict": []}
@@ -95,8 +94,9 @@ def replans(count: int = 3, repeats: int = 1, latency_s: float = 0.3) -> Scenari
             answers["Plan"].append(_plan([intent], "the bench answer is reported"))
             answers["tools"].append(_final(intent, status="failed"))
             answers["AgentVerdict"].append(_agent(intent, False))
-    return Scenario(f"{count} replans then abandon", "find the bench answer", {"answers": answers,
-                    "latency_s": latency_s}, count + 1, count, 0, "abandon")
+    name = f"{count} replan{'' if count == 1 else 's'} then abandon"
+    return Scenario(name, "find the bench answer", {"answers": answers, "latency_s": latency_s}, count + 1, count, 0,
+                    "abandon", {"ARTOO_GGS__MAX_REPLANS": str(count)})
 
 
 def retry(repeats: int = 1, latency_s: float = 0.3) -> Scenario:
