@@ -35,30 +35,18 @@ import pyarrow.json as pj
 
 from config.contracts import Megram
 from memory.potentials import to_us
-from memory.schema import LEVELS
+from memory.schema import EXPORT_SCHEMA, LEVELS
 
 SPOOL_SUFFIX = ".jsonl"
 ROTATE_BYTES = 64 << 20
 """A writer starts a new spool file past this size, so ingested files can be deleted."""
 
 LINE_SCHEMA = pa.schema(
-    [
-        ("op", pa.string()),
-        ("id", pa.string()),
-        ("level", pa.string()),
-        ("created_at", pa.int64()),
-        ("last_recalled_at", pa.int64()),
-        ("space", pa.string()),
-        ("entity", pa.string()),
-        ("content", pa.string()),
-        ("state", pa.string()),
-        ("f", pa.float64()),
-        ("sigma", pa.float64()),
-        ("k", pa.float64()),
-        ("derived_from", pa.list_(pa.string())),
-    ]
+    [("op", pa.string())]
+    + [(f.name, pa.int64() if pa.types.is_timestamp(f.type) else f.type) for f in EXPORT_SCHEMA]
 )
-"""Arrow schema of one spool line (recall lines leave the Megram fields null)."""
+"""Arrow schema of one spool line: ``op`` then the export columns, times as µs integers
+(recall lines leave the Megram fields null)."""
 
 
 def megram_problem(m: Megram) -> str | None:
