@@ -21,7 +21,6 @@ microseconds since the epoch (UTC).
 from __future__ import annotations
 
 import fcntl
-import io
 import json
 import math
 import os
@@ -193,9 +192,18 @@ def line_problem(obj: object) -> str | None:
 
 
 def _arrow_parse(data: bytes) -> pa.Table:
+    """Arrow's JSON reader over the bytes in place, with the process allocator.
+
+    Arrow's default pool (mimalloc) made the first large parse in a process take 1–3x as long
+    as later ones (fresh arenas); the system allocator parses a 100k-line batch in a steady
+    ~70 ms, first call or not, and an ingester is often a short-lived process.
+    """
     options = pj.ParseOptions(explicit_schema=LINE_SCHEMA, unexpected_field_behavior="error")
     return pj.read_json(
-        io.BytesIO(data), parse_options=options, read_options=pj.ReadOptions(block_size=4 << 20)
+        pa.BufferReader(data),
+        parse_options=options,
+        read_options=pj.ReadOptions(block_size=4 << 20),
+        memory_pool=pa.system_memory_pool(),
     )
 
 
@@ -245,7 +253,7 @@ def parse_spool(data: bytes) -> tuple[pa.Table, list[tuple[int, str]]]:
     lines: list[bytes] | None = None
     try:
         table = _arrow_parse(data)
-        kept = list(range(table.num_rows))
+        kept: list[int] | None = None  # every line
         bad: list[tuple[int, str]] = []
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         lines = split_lines(data)
@@ -258,13 +266,20 @@ def parse_spool(data: bytes) -> tuple[pa.Table, list[tuple[int, str]]]:
         except (pa.ArrowInvalid, pa.ArrowTypeError):  # e.g. an integer beyond 64 bits: line by line
             table, kept = _parse_one_by_one(lines, kept, bad)
     mask = _semantic_mask(table)
-    index = pa.array(kept, pa.int64())
+    index = _positions(table.num_rows) if kept is None else pa.array(kept, pa.int64())
+    if pc.all(mask).as_py() is not False:  # the common case: every row is valid, nothing to copy
+        return table.append_column("seq", index), sorted(bad)
     rejected_rows = pc.filter(index, pc.invert(mask)).to_pylist()
     if rejected_rows:
         lines = lines if lines is not None else split_lines(data)
         bad += [(i, _reason(lines[i]) or "invalid field values") for i in rejected_rows]
     table = table.filter(mask).append_column("seq", pc.filter(index, mask))
     return table, sorted(bad)
+
+
+def _positions(count: int) -> pa.Array:
+    """0, 1, …, count-1 as int64 (a cumulative sum: ~10x faster than converting a Python range)."""
+    return pc.subtract(pc.cumulative_sum(pa.repeat(1, count).cast(pa.int64())), 1)
 
 
 def _parse_one_by_one(

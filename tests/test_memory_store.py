@@ -133,6 +133,16 @@ def test_same_megram_written_twice_is_stored_once(store):
     assert list(stored(store)) == ["m-1"]
 
 
+def test_batch_mixing_new_stored_and_repeated_ids_inserts_each_new_id_once(store):
+    store.write(mk(1))
+    store.write(mk(2, space="tool:shell", entity="path:/tmp/x"))
+    assert store.ingest() == 2
+    for i in (1, 3, 3, 2, 4):  # 1 and 2 are stored, 3 comes twice in the batch, 4 is new
+        store.write(mk(i) if i != 2 else mk(2, space="tool:shell", entity="path:/tmp/x"))
+    assert store.ingest() == 2
+    assert sorted(stored(store)) == ["m-1", "m-2", "m-3", "m-4"]
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
