@@ -14,10 +14,12 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
+from config.contracts import Megram
 from memory.schema import tag_key
 from memory.store import MemoryStore
 
@@ -159,3 +161,69 @@ def test_a_dreamer_killed_mid_pass_leaves_the_store_consistent(tmp_path):
         assert (remaining, forgotten) in ((rows, 0), (rows // 2, rows // 2)), (remaining, forgotten)
         outcomes.append("rolled back" if forgotten == 0 else "committed")
     print("killed Dreamer passes:", outcomes)
+
+
+INGESTER = """
+import sys, time
+from pathlib import Path
+from memory.store import MemoryStore
+store = MemoryStore(Path(sys.argv[1]))
+print("ready", flush=True)
+started = time.monotonic()
+store.ingest()
+print(time.monotonic() - started, flush=True)
+"""
+
+
+def _ingester(home: Path) -> subprocess.Popen:
+    """An ingesting process, returned once it is about to ingest."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-c", INGESTER, str(home)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def _spooled(tmp_path: Path, count: int) -> Path:
+    """A home whose spool holds ``count`` Megrams (on top of a few already ingested)."""
+    home = tmp_path / "spooled"
+    store = MemoryStore(home)
+    store.write(Megram(id="old-0", created_at=datetime.now(UTC), space="intent:p0", entity="env:local",
+                       content="", state="success", f=0.9, sigma=1.0, k=0.05))
+    store.ingest()
+    now = datetime.now(UTC)
+    for i in range(count):
+        store.write(Megram(id=f"new-{i}", created_at=now, space=f"intent:p{i % 100}", entity="env:local",
+                           content="y" * (i % 30), state="success", f=0.9, sigma=1.0, k=0.05))
+    store.close()
+    return home
+
+
+def test_an_ingester_killed_mid_ingest_commits_all_or_nothing_and_the_next_one_finishes(tmp_path):
+    count = 150_000
+    template = _spooled(tmp_path, count)
+    shutil.copytree(template, tmp_path / "timed")
+    timed = _ingester(tmp_path / "timed")
+    whole = float(timed.stdout.readline())  # kills land from the parse to the commit's checkpoint
+    assert timed.wait(timeout=30) == 0
+    outcomes = []
+    for round_no, fraction in enumerate((0.3, 0.6, 0.75, 0.85, 0.92, 1.0)):
+        home = tmp_path / f"round-{round_no}"
+        shutil.copytree(template, home)
+        ingester = _ingester(home)
+        time.sleep(whole * fraction)
+        ingester.send_signal(signal.SIGKILL)
+        ingester.wait(timeout=30)
+        con = duckdb.connect(str(home / "memory" / "memory.duckdb"), read_only=True)
+        after_kill = con.execute("SELECT count(*) FROM megrams").fetchone()[0]
+        con.close()
+        assert after_kill in (1, 1 + count), after_kill  # the batch and its offsets commit together
+        outcomes.append("rolled back" if after_kill == 1 else "committed")
+        store = MemoryStore(home)
+        assert store.ingest() == (count if after_kill == 1 else 0)
+        store.close()
+        con = duckdb.connect(str(home / "memory" / "memory.duckdb"), read_only=True)
+        total, distinct = con.execute("SELECT count(*), count(DISTINCT id) FROM megrams").fetchone()
+        con.close()
+        assert total == distinct == 1 + count
+    print(f"ingest alone {whole:.2f} s; killed ingests:", outcomes)
