@@ -103,18 +103,21 @@ def execute_flow(request: str, workspace: Path | None) -> dict:
     finally:
         remove_tap(tap)
         remove_tap(published)
-        audit_run(published.published, started)
+        audit_run(published.runs, started)
 
 
-def audit_run(published: dict[str, set[int]], started: datetime) -> None:
-    """The embedded Auditor: every message of the run reaches the audit log before ``artoo run`` returns."""
-    from flows.auditor import observe_run
+def audit_run(published: dict[tuple[str, str], set[int]], started: datetime) -> None:
+    """The embedded Auditor: every message of the run reaches the audit log before ``artoo run`` returns.
+
+    ``published`` is keyed by (task_id, run), so another run of the same task cannot stand in for this one.
+    """
+    from flows.auditor import describe_key, observe_run
 
     if not published:
         return
     result = observe_run(published, started)
     if not result.complete:
-        missing = "; ".join(f"{task}: {len(seqs)} message(s)" for task, seqs in result.missing.items())
+        missing = "; ".join(f"{describe_key(key)}: {len(seqs)} message(s)" for key, seqs in result.missing.items())
         err.print(f"artoo: the audit log is missing messages of this run ({missing})"
                   f"{f' — {result.error}' if result.error else ''}; the Prefect server did not deliver them "
                   "in time. `artoo audit verify` still holds; run the auditor flow to catch up.",

@@ -21,6 +21,8 @@ class GapTrend(Contract):
     """The task."""
     trend: Literal["improving", "stable", "worsening"]
     """Direction of its loss."""
+    run: str = ""
+    """Short id of the run (one conversation of the task) it belongs to; empty when the bus did not label it."""
 
 
 class ToolHealth(Contract):

@@ -13,7 +13,9 @@ file that a running auditor turns into an on-demand artifact within a second.
 The Auditor only reads: it never publishes on the bus and never opens the memory store.
 ``observe_run`` is the embedded default for ``artoo run`` without a Prefect server: after
 the task flow returns it drains Prefect's EventsWorker and reads the task's events back
-from the API until every message the bus published is in the log (bounded wait).
+from the API until every message the bus published is in the log (bounded wait).  What was
+published is keyed by (task_id, run), so a second run of the same task in this process (or
+anywhere else) cannot satisfy the wait with its own, identically numbered messages.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -45,6 +47,7 @@ from tasks.audit.log import AuditLog, load_checkpoint, save_checkpoint
 from tasks.audit.observe import observation
 from tasks.audit.persist import publish_report
 from tasks.audit.report import render_markdown
+from tasks.audit.stats import short_run
 from tasks.bus import EVENT_PREFIX, task_resource
 
 LOOKBACK = timedelta(minutes=2)
@@ -211,18 +214,42 @@ async def auditor(run_for_s: float | None = None, report_every_s: float = 300.0,
     return {"observed": loop.observed, "reports": loop.reports, "records": loop.log.count}
 
 
+RunKey = tuple[str, str]
+"""(task_id, run): the messages one run published for one task."""
+
+
 class PublishedTap:
-    """A bus tap remembering what this process published: task_id → sequence numbers."""
+    """A bus tap remembering what this process published: (task_id, run) → sequence numbers."""
 
     def __init__(self) -> None:
-        self.published: dict[str, set[int]] = {}
+        self.runs: dict[RunKey, set[int]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, record: dict[str, Any]) -> None:
         resource = record.get("resource") or {}
-        task_id = str(resource.get("prefect.resource.name", ""))
+        key = (str(resource.get("prefect.resource.name", "")), str(resource.get("artoo.run", "")))
         with self._lock:
-            self.published.setdefault(task_id, set()).add(int(resource.get("artoo.seq", 0)))
+            self.runs.setdefault(key, set()).add(int(resource.get("artoo.seq", 0)))
+
+    @property
+    def published(self) -> dict[str, set[int]]:
+        """task_id → sequence numbers of every run (for callers that start one run per task)."""
+        with self._lock:
+            merged: dict[str, set[int]] = {}
+            for (task_id, _), seqs in self.runs.items():
+                merged.setdefault(task_id, set()).update(seqs)
+            return merged
+
+
+def split_key(key: str | RunKey) -> tuple[str, str | None]:
+    """(task_id, run) from a key of ``observe_run``; a bare task_id means any run (None)."""
+    return key if isinstance(key, tuple) else (key, None)
+
+
+def describe_key(key: str | RunKey) -> str:
+    """``task_id [run 1a2b3c4d]`` (or the bare task_id) for a person."""
+    task_id, run = split_key(key)
+    return f"{task_id} [run {short_run(run)}]" if run else task_id
 
 
 def prepare_embedded() -> None:
@@ -235,10 +262,10 @@ def prepare_embedded() -> None:
 
 @dataclass(frozen=True)
 class EmbeddedPass:
-    """What the embedded pass did: records added, and per task the sequence numbers never delivered."""
+    """What the embedded pass did: records added, and per (task_id, run) the sequence numbers never delivered."""
 
     appended: int
-    missing: dict[str, list[int]]
+    missing: dict[str | RunKey, list[int]]
     error: str | None = None
 
     @property
@@ -247,8 +274,12 @@ class EmbeddedPass:
         return not self.missing and self.error is None
 
 
-def observe_run(published: dict[str, set[int]], started: datetime, wait_s: float = 20.0) -> EmbeddedPass:
-    """Drain the EventsWorker, then read each task's events back into the audit log (at most ``wait_s``)."""
+def observe_run(published: Mapping[str | RunKey, set[int]], started: datetime,
+                wait_s: float = 20.0) -> EmbeddedPass:
+    """Drain the EventsWorker, then read each task's events back into the audit log (at most ``wait_s``).
+
+    ``published`` maps (task_id, run) — or a bare task_id, for any run — to the sequence numbers to wait for.
+    """
     from prefect.events.worker import EventsWorker
 
     deadline = time.monotonic() + wait_s
@@ -256,22 +287,25 @@ def observe_run(published: dict[str, set[int]], started: datetime, wait_s: float
         EventsWorker.drain_all(timeout=wait_s / 2)
         return asyncio.run(_await_published(published, started - timedelta(seconds=5), deadline))
     except Exception as exc:  # the audit must never turn a finished run into a failure
-        return EmbeddedPass(0, {t: sorted(s) for t, s in published.items()}, f"{type(exc).__name__}: {exc}")
+        return EmbeddedPass(0, {k: sorted(s) for k, s in published.items()}, f"{type(exc).__name__}: {exc}")
 
 
-async def _await_published(published: dict[str, set[int]], since: datetime, deadline: float) -> EmbeddedPass:
+async def _await_published(published: Mapping[str | RunKey, set[int]], since: datetime,
+                           deadline: float) -> EmbeddedPass:
     log = AuditLog(load_settings().home_dir)
     appended = 0
-    missing = {task: set(seqs) for task, seqs in published.items() if seqs}
+    missing = {key: set(seqs) for key, seqs in published.items() if seqs}
     while True:
-        for task_id in list(missing):
-            seen: set[int] = set()
+        for task_id in sorted({split_key(key)[0] for key in missing}):
+            observed: list[dict[str, Any]] = []
             async for batch in read_pages(artoo_filter(since, task_id)):
                 appended += len(record_events(log, batch, checkpoint=False))
-                seen |= {o["task_seq"] for o in (observation(e) for e in batch) if o is not None}
-            missing[task_id] -= seen
-            if not missing[task_id]:
-                del missing[task_id]
+                observed += [o for o in (observation(e) for e in batch) if o is not None]
+            for key in [k for k in missing if split_key(k)[0] == task_id]:
+                run = split_key(key)[1]
+                missing[key] -= {o["task_seq"] for o in observed if run is None or o["run"] == run}
+                if not missing[key]:
+                    del missing[key]
         if not missing or time.monotonic() >= deadline:
-            return EmbeddedPass(appended, {t: sorted(s) for t, s in missing.items()})
+            return EmbeddedPass(appended, {k: sorted(s) for k, s in missing.items()})
         await asyncio.sleep(0.3)

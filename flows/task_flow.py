@@ -104,7 +104,7 @@ def _open_runtime(settings: Settings, workspace: Path) -> Runtime:
     decisions: list[str] = []
     mode = resolve_mode(settings)
     runtime = Runtime(settings=settings, llm=OpenAICompatLLM(settings, max_retries=settings.llm_max_retries),
-                      store=store, bus=Bus("pending"), workspace=workspace,
+                      store=store, bus=Bus("pending", run_id=flow_run.id), workspace=workspace,
                       gate=make_gate(settings, mode, decisions), law1_events=decisions)
     logger.info("workspace %s, Law-1 confirmations: %s", workspace, mode)
     return runtime
@@ -115,7 +115,7 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
     logger = get_run_logger()
     spec = await perceive_task(runtime_id, request, history)
     spec = spec.model_copy(update={"raw_input": request})
-    rt.bus = Bus(spec.task_id)
+    rt.bus = Bus(spec.task_id, run_id=rt.bus.run_id)  # this artoo-task run's id, as on the pending bus
     rt.bus.publish(spec, "R1", "R2")
     controller = GGSController(spec.task_id, spec.intent, rt.settings.ggs)
     directive, prior_summary, round_no = None, "", 1

@@ -2,7 +2,11 @@
 
 Each message becomes one Prefect event named ``artoo.<kind>`` on the resource
 ``artoo.task.<task_id>``, labelled with its from/to roles and a per-task monotonically
-increasing sequence number (the Auditor detects gaps with it).  Publishing never blocks:
+increasing sequence number (the Auditor detects gaps with it) and the id of the run that
+published it (``artoo.run``): the perceiver names the task, so two runs of the same request
+started together (a scheduled run and a manual one) share a task_id and their sequence
+numbers interleave; the run label is what tells the Auditor they are two conversations.
+Publishing never blocks:
 Prefect's EventsWorker queues the event and a background thread ships it, so a slow
 or absent subscriber costs the publisher nothing.  The flow run and task run that
 published it are attached as related resources by Prefect from the run context.
@@ -13,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +66,13 @@ def task_resource(task_id: str) -> str:
     return f"artoo.task.{task_id}"
 
 
+def current_run_id() -> str:
+    """The Prefect flow run this code runs in (flow or task run context), else a fresh uuid4 hex."""
+    from prefect.runtime import flow_run
+
+    return str(flow_run.id or uuid.uuid4().hex)
+
+
 def event_name(kind: str) -> str:
     """``artoo.<kind>`` for a message kind."""
     return f"{EVENT_PREFIX}{kind}"
@@ -97,10 +109,11 @@ def bounded_payload(message: BaseModel) -> dict[str, Any]:
 
 
 class Bus:
-    """One task's publish point; thread-safe, never blocking."""
+    """One run's publish point for one task; thread-safe, never blocking."""
 
-    def __init__(self, task_id: str, sink: Sink | None = None, emit: bool = True) -> None:
+    def __init__(self, task_id: str, sink: Sink | None = None, emit: bool = True, run_id: str | None = None) -> None:
         self.task_id = task_id
+        self.run_id = run_id or current_run_id()
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
         self._sink = sink
@@ -119,6 +132,7 @@ class Bus:
             "artoo.from": from_role,
             "artoo.to": to_role,
             "artoo.seq": str(seq),
+            "artoo.run": self.run_id,
         }
         related = []
         if subtask_id:

@@ -151,11 +151,12 @@ def test_follow_yields_lines_appended_later(tmp_path: Path):
 def test_observation_reads_the_bus_labels_and_ignores_other_events():
     event = {"id": "e1", "occurred": "2026-01-01T00:00:00Z", "event": "artoo.plan_directive",
              "resource": {"prefect.resource.id": "artoo.task.t1", "prefect.resource.name": "t1",
-                          "artoo.from": "R7", "artoo.to": "R2", "artoo.seq": "7"},
+                          "artoo.from": "R7", "artoo.to": "R2", "artoo.seq": "7", "artoo.run": "run-a"},
              "payload": {"kind": "plan_directive"}}
     assert observation(event) == {"event_id": "e1", "occurred": "2026-01-01T00:00:00Z", "task_id": "t1",
                                   "message": "plan_directive", "from_role": "R7", "to_role": "R2", "task_seq": 7,
-                                  "payload": {"kind": "plan_directive"}}
+                                  "run": "run-a", "payload": {"kind": "plan_directive"}}
     assert observation({**event, "event": "prefect.flow-run.Completed"}) is None
     unlabelled = observation({**event, "resource": {"prefect.resource.id": "artoo.task.t2", "artoo.seq": "x"}})
-    assert (unlabelled["task_id"], unlabelled["from_role"], unlabelled["task_seq"]) == ("t2", "", 0)
+    assert (unlabelled["task_id"], unlabelled["from_role"], unlabelled["task_seq"], unlabelled["run"]) == (
+        "t2", "", 0, "")  # an event from before runs were labelled

@@ -235,7 +235,22 @@ def test_an_auditor_stopped_mid_run_and_restarted_logs_every_message_exactly_onc
     records = audit_records(home, task_id)
     assert sorted(r["task_seq"] for r in records) == sorted(published)  # every message, exactly once
     assert len({r["event_id"] for r in records}) == len(records)
+    (run_id,) = {r["run"] for r in records}  # one run label on every message: the top-level artoo-task run
+    flow_name, parent, started = flow_run_facts(run_id)
+    assert (flow_name, parent) == ("artoo-task", None) and started >= start
     assert run_cli("audit", "verify")[0] == 0
+
+
+def flow_run_facts(run_id: str) -> tuple[str, object, datetime]:
+    """(flow name, parent task run, start time) of a flow run, read back from the server."""
+    from prefect.client.orchestration import get_client
+
+    async def read() -> tuple[str, object, datetime]:
+        async with get_client() as client:
+            run = await client.read_flow_run(uuid.UUID(run_id))
+            return (await client.read_flow(run.flow_id)).name, run.parent_task_run_id, run.start_time
+
+    return asyncio.run(read())
 
 
 def test_artoo_run_audits_its_own_messages_and_the_thrashing_is_reported(scripted, artoo_env: Path):

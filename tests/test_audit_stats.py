@@ -51,14 +51,14 @@ class Stream:
         self.records: list[dict] = []
 
     def add(self, messages, task: str = "t", seqs: list[int] | None = None, times: list[float] | None = None,
-            route: dict | None = None) -> Stream:
+            route: dict | None = None, run: str = "") -> Stream:
         for i, (kind, payload) in enumerate(messages):
             frm, to = (route or {}).get(kind, ROUTE[kind])
             at = times[i] if times else len(self.records)
             self.records.append({"seq": len(self.records) + 1, "task_id": task, "message": kind,
                                  "occurred": datetime.fromtimestamp(T0.timestamp() + at, UTC).isoformat(),
                                  "from_role": frm, "to_role": to, "task_seq": seqs[i] if seqs else i + 1,
-                                 "payload": {"kind": kind, **payload}})
+                                 "payload": {"kind": kind, **payload}, **({"run": run} if run else {})})
         return self
 
     def state(self) -> StatsState:

@@ -2,7 +2,8 @@
 
 Each detector returns human-readable strings that start with the anomaly's name
 (``ggs_thrashing: task …``) so an operator can grep them and a report can be scanned by
-name.  The rules, in the spec's words and ours:
+name; a conversation whose run the bus labelled ends its strings with `` [run 1a2b3c4d]``, so
+two runs of one task_id stay apart.  The rules, in the spec's words and ours:
 
 - ``ggs_thrashing``: consecutive break_symmetry directives without D decreasing.
 - ``convergence_failure``: ∇L above ε in consecutive rounds, or a Law-2 abandon.
@@ -165,13 +166,13 @@ def conversation_anomalies(conv: Conversation, p: AuditParams) -> list[str]:
     """Every per-conversation anomaly, in a stable order."""
     found = [ggs_thrashing(conv, p), convergence_failure(conv, p), bus_gap(conv, p),
              law1_denied(conv), unverified_success(conv)]
-    return [a for a in found if a]
+    return [a + conv.run_note for a in found if a]
 
 
 def boundary_violations(conv: Conversation, entries: list[Entry]) -> list[str]:
     """Messages of the conversation whose (kind, from, to) is not a route of the bus."""
     return [f"boundary_violation: task {conv.task_id}: {e.kind} {e.frm or '?'}→{e.to or '?'} "
-            f"(sequence {e.task_seq}) is not a route the spec allows"
+            f"(sequence {e.task_seq}) is not a route the spec allows{conv.run_note}"
             for e in entries if (e.kind, e.frm, e.to) not in ROUTES]
 
 

@@ -7,6 +7,10 @@ previous record's canonical JSON including its hash), 64 zeros for the first rec
 So editing a byte breaks that record's own hash, deleting or reordering lines breaks
 the next record's ``prev_hash``, and truncating the tail is caught by the head file
 (the count and last link the writer recorded).  Verification is a pure fold over lines.
+
+A record may carry fields beyond the AuditEvent contract (``RECORD_EXTRAS``): each is a
+non-empty string, written only when the observation has one, so a record without it is
+byte-for-byte what the writer produced before the field existed, and an old log verifies.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ from pydantic import ValidationError
 from config.contracts import AuditEvent
 
 GENESIS = "0" * 64
+RECORD_EXTRAS = ("run",)
+"""Record fields outside the AuditEvent contract: ``run`` is the bus's ``artoo.run`` label (which run
+of a task published the message), added after audit logs already existed."""
 
 
 def canonical(obj: Any) -> bytes:
@@ -35,10 +42,15 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _contract_part(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if k not in RECORD_EXTRAS}
+
+
 def seal(fields: dict[str, Any], seq: int, prev_hash: str) -> dict[str, Any]:
     """A complete, validated record (as JSON data) for an observation at position ``seq``."""
-    event = AuditEvent.model_validate({**fields, "seq": seq, "prev_hash": prev_hash, "hash": ""})
-    body = event.model_dump(mode="json", exclude={"hash"})
+    event = AuditEvent.model_validate({**_contract_part(fields), "seq": seq, "prev_hash": prev_hash, "hash": ""})
+    body = event.model_dump(mode="json", exclude={"hash", *RECORD_EXTRAS})
+    body.update({k: str(fields[k]) for k in RECORD_EXTRAS if fields.get(k)})
     return {**body, "hash": digest(canonical(body))}
 
 
@@ -81,8 +93,11 @@ def check_record(line: bytes, number: int, prev_link: str) -> str | None:
         return "prev_hash does not match the previous record (a line was deleted, inserted or moved)"
     if record.get("seq") != number:
         return f"seq {record.get('seq')} at position {number} (lines were deleted or reordered)"
+    bad = [k for k in RECORD_EXTRAS if k in record and not (isinstance(record[k], str) and record[k])]
+    if bad:
+        return f"{bad[0]} is not a non-empty string"
     try:
-        AuditEvent.model_validate(record)
+        AuditEvent.model_validate(_contract_part(record))
     except ValidationError as exc:
         return f"not a valid AuditEvent ({exc.error_count()} error(s))"
     return None

@@ -1,9 +1,10 @@
 """From a Prefect event to the fields of one AuditEvent: what the Auditor observed.
 
 The bus (tasks.bus) names each message ``artoo.<kind>`` on the resource
-``artoo.task.<task_id>`` with ``artoo.from``/``artoo.to``/``artoo.seq`` labels.  This
-module only reads that shape; a label that is missing or malformed is kept as-is (an
-empty role, sequence 0) so the statistics report it instead of the reader dropping it.
+``artoo.task.<task_id>`` with ``artoo.from``/``artoo.to``/``artoo.seq``/``artoo.run`` labels.
+This module only reads that shape; a label that is missing or malformed is kept as-is (an
+empty role, sequence 0) so the statistics report it instead of the reader dropping it.  Events
+published before the bus labelled runs have no ``artoo.run``: their run is the empty string.
 """
 
 from __future__ import annotations
@@ -45,5 +46,6 @@ def observation(event: Mapping[str, Any]) -> dict[str, Any] | None:
         "from_role": str(resource.get("artoo.from", "")),
         "to_role": str(resource.get("artoo.to", "")),
         "task_seq": _task_seq(resource.get("artoo.seq")),
+        "run": str(resource.get("artoo.run") or ""),
         "payload": dict(payload) if isinstance(payload, Mapping) else {"value": payload},
     }

@@ -7,9 +7,15 @@ windows (for drift).  It is persisted as JSON by tasks.audit.persist, so statist
 survive restarts; the log remains the source of truth (the state records how far it has
 folded it and the link of that record, so a replaced log is refolded from scratch).
 
-A *conversation* is one run of a task: the bus restarts ``artoo.seq`` at 1 for every
-run, and the perceiver may give two runs the same ``task_id``, so a new conversation
-starts when sequence 1 arrives for a task whose open conversation already has it.
+A *conversation* is one run of a task.  The perceiver may give two runs the same
+``task_id``, and the bus restarts ``artoo.seq`` at 1 for every run, so a conversation is
+keyed by (task_id, run) where the bus labelled the run (``artoo.run``): two runs started
+together interleave their sequence numbers, and only the run label tells them apart.
+Records from before that label (run ``""``) fall back to the older rule, which handles runs
+one after the other: a new conversation starts when sequence 1 arrives for a task whose
+open conversation already has it.  The same rule applies within a run (a retried flow run
+keeps its id but starts a new bus).  ``open_keys`` (unlabelled) and ``run_keys`` (labelled)
+point at each open conversation; a state saved before ``run_keys`` existed loads with none.
 """
 
 from __future__ import annotations
@@ -41,13 +47,25 @@ class Entry(BaseModel):
     facts: dict[str, Any] = Field(default_factory=dict)
 
 
+def short_run(run: str) -> str:
+    """The first 8 characters of a run id: enough for a person to tell two runs apart."""
+    return run[:8]
+
+
 class Conversation(BaseModel):
     """One run of a task as the Auditor saw it."""
 
     key: str
     task_id: str
+    run: str = ""
+    """The bus's ``artoo.run`` label; empty for messages published before runs were labelled."""
     entries: list[Entry] = Field(default_factory=list)
     idle_windows: int = 0
+
+    @property
+    def run_note(self) -> str:
+        """`` [run 1a2b3c4d]`` for a labelled run, empty otherwise: appended to what names the conversation."""
+        return f" [run {short_run(self.run)}]" if self.run else ""
 
     @property
     def finished(self) -> bool:
@@ -70,6 +88,9 @@ class StatsState(BaseModel):
     through_link: str = "0" * 64
     conversations: dict[str, Conversation] = Field(default_factory=dict)
     open_keys: dict[str, str] = Field(default_factory=dict)
+    """task_id → key of its open unlabelled conversation."""
+    run_keys: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """task_id → run → key of that run's open conversation."""
     next_key: int = 1
     history: list[dict[str, list[int]]] = Field(default_factory=list)
     unreadable: list[int] = Field(default_factory=list)
@@ -130,21 +151,42 @@ def entry_of(record: dict[str, Any]) -> Entry:
                  to=str(record.get("to_role", "")), facts=facts_of(kind, record.get("payload") or {}))
 
 
-def _conversation_for(state: StatsState, task_id: str, task_seq: int) -> Conversation:
-    key = state.open_keys.get(task_id)
+def _open_key(state: StatsState, task_id: str, run: str) -> str | None:
+    return state.run_keys.get(task_id, {}).get(run) if run else state.open_keys.get(task_id)
+
+
+def _conversation_for(state: StatsState, task_id: str, run: str, task_seq: int) -> Conversation:
+    key = _open_key(state, task_id, run)
     conv = state.conversations.get(key) if key else None
     if conv is None or (task_seq == 1 and any(e.task_seq == 1 for e in conv.entries)):
         key = f"{task_id}#{state.next_key}"
         state.next_key += 1
-        conv = state.conversations[key] = Conversation(key=key, task_id=task_id)
-        state.open_keys[task_id] = key
+        conv = state.conversations[key] = Conversation(key=key, task_id=task_id, run=run)
+        if run:
+            state.run_keys.setdefault(task_id, {})[run] = key
+        else:
+            state.open_keys[task_id] = key
     return conv
+
+
+def _forget(state: StatsState, conv: Conversation) -> None:
+    """Drop a conversation and, when it is the open one of its task (and run), that pointer too."""
+    state.conversations.pop(conv.key, None)
+    if _open_key(state, conv.task_id, conv.run) != conv.key:
+        return
+    if not conv.run:
+        del state.open_keys[conv.task_id]
+        return
+    runs = state.run_keys[conv.task_id]
+    del runs[conv.run]
+    if not runs:
+        del state.run_keys[conv.task_id]
 
 
 def fold(state: StatsState, record: dict[str, Any]) -> None:
     """Add one audit record to the state (in place)."""
     entry = entry_of(record)
-    conv = _conversation_for(state, str(record.get("task_id", "")), entry.task_seq)
+    conv = _conversation_for(state, str(record.get("task_id", "")), str(record.get("run") or ""), entry.task_seq)
     conv.entries.append(entry)
     conv.idle_windows = 0
     state.through_seq = max(state.through_seq, entry.seq)
@@ -190,12 +232,10 @@ def reset_window(state: StatsState, now: datetime, keep_idle: int = HISTORY_WIND
     for conv in state.conversations.values():
         if conv.key not in current:
             conv.idle_windows += 1
-    drop = [k for k, c in state.conversations.items()
+    drop = [c for c in state.conversations.values()
             if (c.finished and c.idle_windows >= 1) or c.idle_windows >= keep_idle]
-    for key in drop:
-        task_id = state.conversations.pop(key).task_id
-        if state.open_keys.get(task_id) == key:
-            del state.open_keys[task_id]
+    for conv in drop:
+        _forget(state, conv)
     state.window_seq = state.through_seq
     state.window_start = now
     state.unreadable = []
