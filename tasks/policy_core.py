@@ -61,6 +61,8 @@ class Ctx:
     simple: Simple | None = None
     depth: int = 0
     seen: list[str] = field(default_factory=list)
+    known: dict[str, str] = field(default_factory=dict)
+    """Shell variables the script itself set to literal values, as far as the text tells (policy_vars)."""
 
     def child(self, via: str, **changes) -> Ctx:
         """The context of a wrapped command (sudo, xargs, find -exec, sh -c …)."""
@@ -74,8 +76,16 @@ def display(words: list[str], limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+SHOWN = {"PIN": "<(…)", "POUT": ">(…)"}
+
+
+def show_placeholders(word: str) -> str:
+    """``__ARTOO_SUB0__`` → ``$(…)``, ``__ARTOO_PIN1__`` → ``<(…)``: what a person wrote there."""
+    return PLACEHOLDER.sub(lambda m: SHOWN.get(m.group(1), "$(…)"), word)
+
+
 def _show_word(word: str) -> str:
-    word = PLACEHOLDER.sub("$(…)", word)
+    word = show_placeholders(word)
     if not word or (re.search(r"[\s'\"\\;&|<>()]", word) and len(word) > 2):
         word = shlex.quote(word)
     return word.replace(STDIN, "<stdin>")
@@ -95,7 +105,7 @@ def describe_target(word: str, ctx: Ctx) -> str:
         return f"files found under {roots}"
     if word == STDIN:
         return "paths read from stdin"
-    return PLACEHOLDER.sub("$(…)", word).replace(STDIN, "<stdin>")
+    return show_placeholders(word).replace(STDIN, "<stdin>")
 
 
 def targets_text(words: list[str], ctx: Ctx) -> str:

@@ -17,6 +17,7 @@ from tasks.policy_core import (
     exists_state,
     is_dynamic,
     parse_options,
+    show_placeholders,
     targets_text,
     write_dangers,
 )
@@ -34,7 +35,8 @@ SENDS = ("-d", "-F", "-T", "--data", "--data-raw", "--data-binary", "--data-urle
          "--form", "--form-string", "--json", "--upload-file", "--mail-rcpt")
 
 
-def _host(url: str) -> str:
+def url_host(url: str) -> str:
+    """The host part of a URL (the word itself when it has none)."""
     rest = url.split("://", 1)[-1]
     return rest.split("/", 1)[0] or url
 
@@ -42,7 +44,7 @@ def _host(url: str) -> str:
 def _curl(words: list[str], ctx: Ctx) -> list[Danger]:
     opts = parse_options(words[1:], short_values=CURL_VALUES, long_values=CURL_LONG)
     urls = opts.operands + opts.values.get("--url", [])
-    hosts = [_host(u) for u in urls] or ["(no url)"]
+    hosts = [url_host(u) for u in urls] or ["(no url)"]
     method = (opts.value("-X", "--request") or "").upper()
     as_get = opts.has("-G", "--get")
     sending = [s for s in SENDS if s in opts.values]
@@ -66,7 +68,7 @@ def _wget(words: list[str], ctx: Ctx) -> list[Danger]:
     opts = parse_options(words[1:], short_values="OoaPeitTwUlQDRAIXB", long_values=(
         "--output-document", "--post-data", "--post-file", "--method", "--body-data", "--body-file"))
     method = (opts.value("--method") or "").upper()
-    hosts = ", ".join(_host(u) for u in opts.operands) or "(no url)"
+    hosts = ", ".join(url_host(u) for u in opts.operands) or "(no url)"
     dangers: list[Danger] = []
     if opts.has("--post-data", "--post-file", "--body-data", "--body-file") or method in (
             "POST", "PUT", "DELETE", "PATCH"):
@@ -102,7 +104,8 @@ def _ssh(words: list[str], ctx: Ctx) -> list[Danger]:
         return []
     host, command = opts.operands[0], opts.operands[1:]
     if command:
-        return [danger("network", words, f"runs `{' '.join(command)[:60]}` on remote host {host}", [host], ctx)]
+        shown = show_placeholders(" ".join(command))[:60]
+        return [danger("network", words, f"runs `{shown}` on remote host {host}", [host], ctx)]
     return [danger("network", words, f"opens a session on remote host {host}", [host], ctx)]
 
 

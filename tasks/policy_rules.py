@@ -5,7 +5,8 @@ hides), follows ``cd`` so relative paths resolve where they would, and judges
 redirections.  ``judge_argv`` looks the command up in the rule tables of
 ``policy_files``, ``policy_net`` and ``policy_system``; wrappers (sudo, env, nohup, timeout, xargs,
 ``sh -c``, eval, ``python -c`` …) are unwrapped here and the wrapped command judged
-with the same rules, so hiding a command never makes it safer.
+with the same rules, so hiding a command never makes it safer.  ``policy_exfil`` adds its
+rule to every command; ``policy_vars`` follows the variables a script sets, command by command.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from tasks import policy_files, policy_net, policy_system
+from tasks import policy_exfil, policy_files, policy_net, policy_system, policy_vars
 from tasks.policy_core import (
     STDIN,
     Ctx,
@@ -39,12 +40,26 @@ def judge_script(text: str, ctx: Ctx) -> list[Danger]:
         script = parse(text)
     except ParseError as exc:
         return [Danger("cannot parse", text[:60], f"is not valid shell ({exc})", [])]
+    ctx = replace(ctx)  # ``cd`` and the known variables move on this copy only
+    scope = policy_vars.Scope(script.commands, ctx.known)
+    pending = dict(enumerate(script.substitutions))
     dangers: list[Danger] = []
-    for inner in script.substitutions:
-        dangers += judge_script(inner, ctx.child("$( … )"))
     for simple in script.commands:
+        ctx.known = scope.view(simple)
+        for index in _substitutions_in(simple):  # judged where they run: after a cd, with the variables
+            if index in pending:
+                dangers += judge_script(pending.pop(index), ctx.child("$( … )"))
         dangers += judge_simple(simple, ctx)
+        scope.after(simple)
+    ctx.known = {}
+    for inner in pending.values():
+        dangers += judge_script(inner, ctx.child("$( … )"))
     return dangers
+
+
+def _substitutions_in(simple: Simple) -> list[int]:
+    texts = [*simple.words, *(r.target for r in simple.redirects), simple.here_input or ""]
+    return [int(m.group(2)) for t in texts for m in PLACEHOLDER.finditer(t) if m.group(1) != "DOC"]
 
 
 def judge_simple(simple: Simple, ctx: Ctx) -> list[Danger]:
@@ -78,7 +93,7 @@ def judge_argv(words: list[str], ctx: Ctx) -> list[Danger]:
     if words[1:] in (["--help"], ["--version"], ["-h"]):
         return []
     rule = rule_for(name)
-    return rule(words, ctx) if rule else []
+    return (rule(words, ctx) if rule else []) + policy_exfil.judge(name, words, ctx)
 
 
 def rule_for(name: str) -> Rule | None:

