@@ -158,7 +158,7 @@ def tag_array(space: pa.Array, entity: pa.Array) -> pa.Array:
     """tag_key over two Arrow string columns, hashing each distinct pair once.
 
     Each column is dictionary-encoded on its own and a pair becomes one integer (space index ×
-    distinct entities + entity index): no joined strings are built, which is ~5x faster.
+    distinct entities + entity index): no joined strings are built (~5x faster on a parsed spool batch).
     """
     spaces, entities = (_dictionary(column) for column in (space, entity))
     width = len(entities.dictionary)
