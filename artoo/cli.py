@@ -86,6 +86,9 @@ def run(
             err.print(NO_ENDPOINT, highlight=False)
             raise typer.Exit(2) from None
         fail(exc)
+    from artoo.embedded_server import start_early
+
+    start_early()  # Prefect's server boots in its own process while the flows import
     from artoo.runner import run_request
 
     try:
@@ -100,6 +103,9 @@ def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print the FinalResult JSON.")] = False,
 ) -> None:
     """Run a real artoo-task flow against a built-in scripted brain (no endpoint needed)."""
+    from artoo.embedded_server import start_early
+
+    start_early()
     from artoo.demo import run_demo
 
     try:

@@ -1,7 +1,7 @@
 """``artoo run``: drive one ``artoo-task`` flow from the terminal and report honestly.
 
-The flow runs in this process: in ephemeral mode Prefect starts its own local API,
-and with ``PREFECT_API_URL`` set the run is recorded on that server.  Live progress
+The flow runs in this process: with ``PREFECT_API_URL`` set the run is recorded on that
+server, otherwise on artoo's embedded one (artoo.embedded_server).  Live progress
 comes from a read-only tap on the bus (rounds, subtask outcomes, the GGS's D, ∇L, Ω),
 printed to stderr with the logs; stdout carries only the result (exactly one
 FinalResult JSON object with ``--json``).
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -58,52 +57,27 @@ class ProgressTap:
                                f"Ω={loss.get('Omega', 0):.2f} → [bold]{p.get('directive')}[/]")
 
 
-# Services a one-shot ephemeral Prefect server never needs: nothing is scheduled, no worker
-# polls, nobody opens its UI (it dies with the process).  Events, task-run recording and
-# pause handling stay on.  Measured here: start-up ~10 s → ~4 s.  Each is only a default.
-EPHEMERAL_DEFAULTS = {
-    "PREFECT_UI_ENABLED": "false",
-    "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
-    "PREFECT_SERVER_SERVICES_LATE_RUNS_ENABLED": "false",
-    "PREFECT_SERVER_SERVICES_FOREMAN_ENABLED": "false",
-    "PREFECT_SERVER_SERVICES_CANCELLATION_CLEANUP_ENABLED": "false",
-    "PREFECT_SERVER_SERVICES_REPOSSESSOR_ENABLED": "false",
-    "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "false",
-    "PREFECT_SERVER_SERVICES_EVENT_LOGGER_ENABLED": "false",
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-}
-
-
-def apply_ephemeral_defaults() -> bool:
-    """Lighten the ephemeral server when no Prefect API is configured; True when it applied."""
-    if os.environ.get("PREFECT_API_URL"):
-        return False
-    for key, value in EPHEMERAL_DEFAULTS.items():
-        os.environ.setdefault(key, value)
-    return True
-
-
 def execute_flow(request: str, workspace: Path | None) -> dict:
     """Run the artoo-task flow in this process and return its result document."""
     from tasks.roles.perceiver import check_request
 
     check_request(request)  # refused before any flow run exists: nothing to clean up, nothing half-recorded
-    apply_ephemeral_defaults()
-    from flows.auditor import PublishedTap, prepare_embedded
+    from artoo.embedded_server import prefect_api
+    from flows.auditor import PublishedTap
     from flows.task_flow import artoo_task
     from tasks.bus import add_tap, remove_tap
 
     tap, published = ProgressTap(), PublishedTap()
-    add_tap(tap)
-    add_tap(published)
-    prepare_embedded()
-    started = datetime.now(UTC)
-    try:
-        return asyncio.run(artoo_task(request=request, workspace=str(workspace) if workspace else None))
-    finally:
-        remove_tap(tap)
-        remove_tap(published)
-        audit_run(published.runs, started)
+    with prefect_api():
+        add_tap(tap)
+        add_tap(published)
+        started = datetime.now(UTC)
+        try:
+            return asyncio.run(artoo_task(request=request, workspace=str(workspace) if workspace else None))
+        finally:
+            remove_tap(tap)
+            remove_tap(published)
+            audit_run(published.runs, started)
 
 
 def audit_run(published: dict[tuple[str, str], set[int]], started: datetime) -> None:

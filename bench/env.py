@@ -7,7 +7,8 @@ when Prefect is imported, so :func:`isolate` must run first (``artoo bench`` and
 ``python -m bench`` do that).
 
 The two modes are the two ways a user runs artoo: ``ephemeral`` (no ``PREFECT_API_URL``:
-Prefect's own SQLite server, started on the first run in this process) and ``local``
+artoo's embedded server — Prefect's SQLite server, started by ``artoo.embedded_server`` on the
+first run in this process, exactly as ``artoo run`` starts it) and ``local``
 (``artoo.local_server.start_local``: ``prefect server start`` over a private PostgreSQL,
 or a server the caller already runs, passed as ``api_url``).  Switching is a Prefect
 settings context made process-wide, as Prefect's own test harness does, so the threads
@@ -70,7 +71,7 @@ def isolate(root: Path) -> dict[str, str]:
 
 @dataclass
 class Servers:
-    """The Prefect servers one bench process uses: the ephemeral one is Prefect's own."""
+    """The Prefect servers one bench process uses (the ephemeral one is started by the first run)."""
 
     root: Path
     api_url: str | None = None
@@ -105,7 +106,7 @@ class Servers:
 
 
 def stop_ephemeral() -> None:
-    """Stop the ephemeral Prefect server this process started (after draining what it was sent)."""
+    """Stop the embedded Prefect server this process started (after draining what it was sent)."""
     if "prefect" not in sys.modules:
         return
     from prefect.events.worker import EventsWorker
@@ -117,11 +118,14 @@ def stop_ephemeral() -> None:
             worker.drain_all(timeout=10)
     for server in list(SubprocessASGIServer._instances.values()):
         server.stop()
+    from artoo.embedded_server import stop_shared
+
+    stop_shared()
 
 
 @contextlib.contextmanager
 def prefect_mode(api_url: str | None) -> Iterator[None]:
-    """Run Prefect against ``api_url``, or in ephemeral mode when None, for this process."""
+    """Run Prefect against ``api_url``, or against the embedded server when None, for this process."""
     import prefect.context
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
@@ -134,7 +138,13 @@ def prefect_mode(api_url: str | None) -> Iterator[None]:
         settings = temporary_settings(restore_defaults={PREFECT_API_URL})
     try:
         with settings, prefect.context._temporary_global_settings_context(prefect.context.get_settings_context()):
-            yield
+            if api_url:
+                yield
+            else:  # the server `artoo run` uses when no API is configured
+                from artoo.embedded_server import prefect_api
+
+                with prefect_api():
+                    yield
     finally:
         if saved is None:
             os.environ.pop("PREFECT_API_URL", None)

@@ -21,7 +21,6 @@ anywhere else) cannot satisfy the wait with its own, identically numbered messag
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -250,14 +249,6 @@ def describe_key(key: str | RunKey) -> str:
     """``task_id [run 1a2b3c4d]`` (or the bare task_id) for a person."""
     task_id, run = split_key(key)
     return f"{task_id} [run {short_run(run)}]" if run else task_id
-
-
-def prepare_embedded() -> None:
-    """Without a Prefect server, let the ephemeral one persist events within half a second (not five)."""
-    from prefect.settings import PREFECT_API_URL
-
-    if not PREFECT_API_URL.value():
-        os.environ.setdefault(FLUSH_ENV, "0.5")
 
 
 @dataclass(frozen=True)

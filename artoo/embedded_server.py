@@ -1,0 +1,236 @@
+"""artoo's embedded Prefect API: Prefect's own one-shot local server, started by artoo.
+
+With no Prefect API configured, Prefect starts an ephemeral server itself: a uvicorn
+subprocess serving ``prefect.server.api.server:create_app`` over SQLite.  artoo starts that
+same server (same app, command line, environment flags and database) itself, for two
+reasons measured on `artoo run`:
+
+* **SQLite lock collisions cost 2 s each.**  Concurrent writes (parallel subflows, Prefect's
+  own log and event writers) meet "database is locked"; the server answers HTTP 503, and
+  Prefect's client sleeps 2ⁿ s unless the response says ``Retry-After``, which it never does.
+  The app here adds ``Retry-After`` to every 503: 0.25 s for a lone collision, doubling with
+  each further 503 of the last two seconds (up to 4 s), so a crowd still backs off as
+  Prefect's own schedule would, only starting at a quarter second.  Clients of this server
+  retry up to 10 times (Prefect's default is 5, sized for its 2ⁿ s waits).
+* **Start-up overlaps the imports.**  Prefect starts its server at the first API call, after
+  `artoo run` has imported the flows (1–2 s); ``start_early`` launches it first (the server
+  spends ~3 s importing Prefect's server in its own process meanwhile).
+
+The server dies with the process that started it: at exit, and — when that process is
+killed — because the server watches its parent and exits when it is gone.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+from config.errors import EnvironmentalFailure
+
+RETRY_AFTER_S = 0.25
+"""What a lone 503 tells Prefect's client to wait before its retry (instead of 2, 4, 8… s)."""
+RETRY_AFTER_MAX_S = 4.0
+CROWD_WINDOW_S = 2.0
+"""503s this recent count as one crowd: each doubles the next Retry-After."""
+CLIENT_MAX_RETRIES = 10
+
+PARENT_ENV = "ARTOO_EMBEDDED_SERVER_PARENT"
+"""The pid the server process watches: it exits when that process is gone."""
+
+EPHEMERAL_DEFAULTS = {
+    "PREFECT_UI_ENABLED": "false",
+    "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
+    "PREFECT_SERVER_SERVICES_LATE_RUNS_ENABLED": "false",
+    "PREFECT_SERVER_SERVICES_FOREMAN_ENABLED": "false",
+    "PREFECT_SERVER_SERVICES_CANCELLATION_CLEANUP_ENABLED": "false",
+    "PREFECT_SERVER_SERVICES_REPOSSESSOR_ENABLED": "false",
+    "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "false",
+    "PREFECT_SERVER_SERVICES_EVENT_LOGGER_ENABLED": "false",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL": "0.5",
+}
+"""Defaults for a one-shot server (each yields to the user's environment): nothing is scheduled,
+no worker polls, nobody opens its UI (~10 s → ~4 s start-up); events are persisted within half a
+second (not five) so the run's embedded audit pass does not wait for them."""
+
+_SHARED: EmbeddedServer | None = None
+_LOCK = threading.Lock()
+
+
+def retry_after(recent: int) -> float:
+    """Seconds a 503 asks the client to wait, given how many 503s came just before it."""
+    return min(RETRY_AFTER_S * 2**recent, RETRY_AFTER_MAX_S)
+
+
+class RetryAfter503:
+    """ASGI wrapper: every 503 response gets a ``Retry-After`` header, short unless 503s crowd."""
+
+    def __init__(self, app: Any, clock: Any = time.monotonic) -> None:
+        self.app = app
+        self._clock = clock
+        self._recent: list[float] = []
+
+    def _next_wait(self) -> float:
+        now = self._clock()
+        self._recent = [t for t in self._recent if now - t < CROWD_WINDOW_S]
+        wait = retry_after(len(self._recent))
+        self._recent.append(now)
+        return wait
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_retry_after(message: dict) -> None:
+            if message["type"] == "http.response.start" and message.get("status") == 503:
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"retry-after"]
+                value = f"{self._next_wait():g}".encode()
+                message = {**message, "headers": [*headers, (b"retry-after", value)]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_retry_after)
+
+
+def create_app() -> RetryAfter503:
+    """The uvicorn factory: Prefect's server app, wrapped; exits with the parent named in the environment."""
+    from prefect.server.api.server import create_app as prefect_app
+
+    parent = int(os.environ.get(PARENT_ENV, "0"))
+    if parent:
+        threading.Thread(target=_exit_with_parent, args=(parent,), name="artoo-parent-watch", daemon=True).start()
+    return RetryAfter503(prefect_app())
+
+
+def _exit_with_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+
+
+class EmbeddedServer:
+    """One uvicorn subprocess serving the wrapped app on a free loopback port."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.process: subprocess.Popen | None = None
+        self.ready = False
+
+    @property
+    def api_url(self) -> str:
+        """Where Prefect's client finds it."""
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def launch(self) -> EmbeddedServer:
+        """Start the process and return at once (``wait_ready`` waits for it)."""
+        from artoo.local_server import free_port
+
+        self.port = free_port()
+        env = {**EPHEMERAL_DEFAULTS, **os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
+               "PREFECT__SERVER_FINAL": "1", PARENT_ENV: str(os.getpid())}
+        env.pop("PREFECT_API_URL", None)
+        command = [sys.executable, "-m", "uvicorn", "--factory", f"{__name__}:create_app", "--host", "127.0.0.1",
+                   "--port", str(self.port), "--log-level", "error", "--lifespan", "on"]
+        # its output goes to our stderr: `artoo run --json` prints exactly one JSON object on stdout
+        self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=_stderr_fd())
+        return self
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Block until ``/health`` answers; a clear EnvironmentalFailure when it never does."""
+        deadline = time.monotonic() + timeout_s
+        while not self.ready:
+            code = self.process.poll()
+            if code == 3:  # uvicorn could not bind: the port was taken since we picked it
+                self.launch()
+                continue
+            if code is not None or time.monotonic() > deadline:
+                self.stop()
+                why = f"exited with code {code}" if code is not None else f"did not answer within {timeout_s:.0f} s"
+                raise EnvironmentalFailure(
+                    f"the embedded Prefect server {why}. Point artoo at a running server instead (`artoo "
+                    "server`, then PREFECT_API_URL), or raise PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.")
+            try:
+                with urllib.request.urlopen(f"{self.api_url}/health", timeout=2) as response:
+                    self.ready = response.status == 200
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        """Terminate the server (SIGTERM, then SIGKILL after 5 s)."""
+        process, self.process, self.ready = self.process, None, False
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _stderr_fd() -> int | None:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured stderr: inherit ours
+        return None
+
+
+def _api_configured() -> bool:
+    from prefect.settings import get_current_settings
+
+    settings = get_current_settings()
+    return bool(settings.api.url) or not settings.server.ephemeral.enabled
+
+
+def start_early() -> None:
+    """Launch the embedded server now, unless a Prefect API is configured (costs Prefect's settings import)."""
+    global _SHARED
+    with _LOCK:
+        if _SHARED is None and not _api_configured():
+            _SHARED = EmbeddedServer().launch()
+            atexit.register(stop_shared)
+
+
+def stop_shared() -> None:
+    """Stop this process's embedded server, if it started one."""
+    global _SHARED
+    with _LOCK:
+        server, _SHARED = _SHARED, None
+    if server is not None:
+        server.stop()
+
+
+@contextlib.contextmanager
+def prefect_api() -> Iterator[str]:
+    """Run Prefect in this block against the configured API, or else this process's embedded server."""
+    from prefect.settings import PREFECT_API_URL, get_current_settings
+
+    if _api_configured():
+        yield str(PREFECT_API_URL.value() or "")
+        return
+    start_early()
+    _SHARED.wait_ready(get_current_settings().server.ephemeral.startup_timeout_seconds)
+    with _pointed_at(_SHARED.api_url):
+        yield _SHARED.api_url
+
+
+@contextlib.contextmanager
+def _pointed_at(api_url: str) -> Iterator[None]:
+    """Every thread of this process (Prefect's event and log workers too) uses ``api_url`` in the block,
+    with the retry budget the short Retry-After waits are meant for."""
+    import prefect.context
+    from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, temporary_settings
+
+    retries = max(CLIENT_MAX_RETRIES, PREFECT_CLIENT_MAX_RETRIES.value())
+    with (temporary_settings(updates={PREFECT_API_URL: api_url, PREFECT_CLIENT_MAX_RETRIES: retries}),
+          prefect.context._temporary_global_settings_context(prefect.context.get_settings_context())):
+        yield

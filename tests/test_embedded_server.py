@@ -1,0 +1,132 @@
+"""artoo's embedded Prefect server: 503s carry a short Retry-After, and the server dies with its parent.
+
+The ASGI wrapper is tested on plain ASGI messages; the lifecycle with real processes: a parent
+that starts the embedded server is SIGKILLed, and the server must not outlive it.  ``artoo run``
+and ``artoo demo`` on the embedded server are covered end to end in test_audit_ephemeral.py and
+test_cli.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from artoo.embedded_server import RetryAfter503, retry_after
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _responding(status: int, headers: list[tuple[bytes, bytes]]):
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    return app
+
+
+def _call(app, scope_type: str = "http") -> list[dict]:
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(app({"type": scope_type}, receive, send))
+    return sent
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "expected"),
+    [
+        (503, [(b"content-type", b"application/json")],
+         [(b"content-type", b"application/json"), (b"retry-after", b"0.25")]),
+        (503, [(b"Retry-After", b"30")], [(b"retry-after", b"0.25")]),
+        (200, [(b"content-type", b"application/json")], [(b"content-type", b"application/json")]),
+        (500, [], []),
+        (429, [(b"retry-after", b"5")], [(b"retry-after", b"5")]),
+    ],
+)
+def test_only_503_responses_get_a_retry_after(status, headers, expected):
+    start, body = _call(RetryAfter503(_responding(status, headers)))
+    assert (start["status"], start["headers"]) == (status, expected)
+    assert body == {"type": "http.response.body", "body": b"{}"}
+
+
+@pytest.mark.parametrize(
+    ("times", "waits"),
+    [
+        ([0.0], ["0.25"]),
+        ([0.0, 5.0, 10.0], ["0.25", "0.25", "0.25"]),  # lone collisions: a quarter second each
+        ([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], ["0.25", "0.5", "1", "2", "4", "4", "4"]),  # a crowd backs off
+        ([0.0, 1.0, 2.5], ["0.25", "0.5", "0.5"]),  # only the last two seconds count
+    ],
+)
+def test_crowded_503s_double_the_wait_up_to_a_cap(times, waits):
+    clock = iter(times)
+    app = RetryAfter503(_responding(503, []), clock=lambda: next(clock))
+    assert [dict(_call(app)[0]["headers"])[b"retry-after"].decode() for _ in times] == waits
+
+
+@pytest.mark.parametrize(("recent", "seconds"), [(0, 0.25), (1, 0.5), (3, 2.0), (4, 4.0), (9, 4.0)])
+def test_retry_after_schedule(recent, seconds):
+    assert retry_after(recent) == seconds
+
+
+def test_non_http_scopes_pass_through_untouched():
+    seen: list[str] = []
+
+    async def app(scope, receive, send):
+        seen.append(scope["type"])
+        await send({"type": "lifespan.startup.complete"})
+
+    assert _call(RetryAfter503(app), "lifespan") == [{"type": "lifespan.startup.complete"}]
+    assert seen == ["lifespan"]
+
+
+PARENT = """
+import os, sys
+from artoo.embedded_server import EmbeddedServer
+server = EmbeddedServer().launch()
+server.wait_ready(120)
+print(server.process.pid, server.api_url, flush=True)
+sys.stdin.read()  # until killed
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie is dead: only its parent's reaping is missing
+        return stat.read().split()[2] != "Z"
+
+
+def test_the_embedded_server_answers_and_dies_with_a_killed_parent(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect"), PYTHONPATH=str(ROOT))
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], cwd=ROOT, env=env, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        pid_text, api_url = parent.stdout.readline().split()
+        server_pid = int(pid_text)
+        with urllib.request.urlopen(f"{api_url}/health", timeout=10) as response:
+            assert response.status == 200
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _alive(server_pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(server_pid), "the embedded server outlived the process that started it"
+    finally:
+        parent.kill()
