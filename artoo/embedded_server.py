@@ -156,8 +156,9 @@ class EmbeddedServer:
                 self.stop()
                 why = f"exited with code {code}" if code is not None else f"did not answer within {timeout_s:.0f} s"
                 raise EnvironmentalFailure(
-                    f"the embedded Prefect server {why}. Point artoo at a running server instead (`artoo "
-                    "server`, then PREFECT_API_URL), or raise PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.")
+                    f"the embedded Prefect server {why} (its own errors, if any, are printed above). Point "
+                    "artoo at a running server instead (`artoo server`, then PREFECT_API_URL), or raise "
+                    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.")
             try:
                 with urllib.request.urlopen(f"{self.api_url}/health", timeout=2) as response:
                     self.ready = response.status == 200
