@@ -130,3 +130,16 @@ def test_the_embedded_server_answers_and_dies_with_a_killed_parent(tmp_path):
         assert not _alive(server_pid), "the embedded server outlived the process that started it"
     finally:
         parent.kill()
+
+
+def test_a_server_that_cannot_start_is_a_clear_environmental_failure_and_is_stopped(tmp_path, monkeypatch):
+    from artoo.embedded_server import EmbeddedServer
+    from config.errors import EnvironmentalFailure
+
+    (tmp_path / "prefect.db").write_bytes(b"not a database")  # Prefect cannot migrate it: start-up fails
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
+    server = EmbeddedServer().launch()
+    process = server.process
+    with pytest.raises(EnvironmentalFailure, match=r"embedded Prefect server .*PREFECT_API_URL"):
+        server.wait_ready(8)
+    assert process.poll() is not None and server.process is None
