@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from artoo.embedded_server import RetryAfter503, retry_after
+from tests.processes import alive
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -103,15 +104,6 @@ sys.stdin.read()  # until killed
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as stat:  # a zombie is dead: only its parent's reaping is missing
-        return stat.read().split()[2] != "Z"
-
-
 def test_the_embedded_server_answers_and_dies_with_a_killed_parent(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(PREFECT_HOME=str(tmp_path / "prefect"), PYTHONPATH=str(ROOT))
@@ -125,9 +117,9 @@ def test_the_embedded_server_answers_and_dies_with_a_killed_parent(tmp_path):
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=30)
         deadline = time.monotonic() + 30
-        while _alive(server_pid) and time.monotonic() < deadline:
+        while alive(server_pid) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not _alive(server_pid), "the embedded server outlived the process that started it"
+        assert not alive(server_pid), "the embedded server outlived the process that started it"
     finally:
         parent.kill()
 

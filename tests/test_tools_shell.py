@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 from config.settings import load_settings
 from tasks.tools import ToolBox
 from tasks.tools.shell import build_shell_argv, find_on_personal_path, strip_maxdepth
+from tests.processes import alive
 from tests.test_tools import Gate, make_box, run
 
 
@@ -62,19 +62,10 @@ def test_shell_timeout_kills_the_process_group(tmp_path: Path, ws: Path) -> None
     assert result.output.startswith("timed out after 1s") and "started" in result.output
     child = int((ws / "child.pid").read_text())
     for _ in range(50):  # the kill is asynchronous: wait for the kernel to reap it
-        if not _alive(child):
+        if not alive(child):
             break
         time.sleep(0.05)
-    assert not _alive(child)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "State:\tZ" in status.read_text())
+    assert not alive(child)
 
 
 def test_shell_rm_denied_leaves_file(tmp_path: Path, ws: Path) -> None:
