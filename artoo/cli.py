@@ -19,7 +19,7 @@ from rich.console import Console
 
 from artoo.cli_memory import dream as dream_command
 from artoo.cli_memory import memory_app
-from config.errors import ArtooError, ConfigurationError
+from artoo.config.errors import ArtooError, ConfigurationError
 
 app = typer.Typer(help="artoo: a self-correcting task agent for your machine, on Prefect.", no_args_is_help=True)
 policy_app = typer.Typer(help="Law 1: judge whether an action is irreversible.", no_args_is_help=True)
@@ -55,7 +55,7 @@ def not_available(what: str, issue: str) -> None:
 @app.command()
 def config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Print the effective settings, secrets masked."""
-    from config.settings import load_settings
+    from artoo.config.settings import load_settings
 
     try:
         data = load_settings().masked()
@@ -76,7 +76,7 @@ def run(
     workspace: Annotated[Path | None, typer.Option(help="Where new files go (default ~/artoo_workspace).")] = None,
 ) -> None:
     """Run one request through the full loop and print its FinalResult."""
-    from config.settings import load_settings
+    from artoo.config.settings import load_settings
 
     try:
         settings = load_settings()
@@ -120,8 +120,8 @@ def serve() -> None:
     """Serve the artoo-task, dreamer and auditor deployments against PREFECT_API_URL (SIGTERM stops)."""
     from prefect.settings import PREFECT_API_URL
 
-    from config.settings import load_settings
-    from flows.deployments import require_api_url, serve_all
+    from artoo.config.settings import load_settings
+    from artoo.flows.deployments import require_api_url, serve_all
 
     try:
         api_url = require_api_url(PREFECT_API_URL.value())
@@ -149,7 +149,7 @@ def server(
     import signal
     import time
 
-    from config.settings import load_settings
+    from artoo.config.settings import load_settings
 
     signal.signal(signal.SIGTERM, _interrupt)  # from here on SIGTERM is Ctrl-C: whatever started is stopped
     try:
@@ -219,38 +219,12 @@ def _start_server(root: Path, port: int):
 app.command("dream")(dream_command)
 
 
-@app.command()
-def bench(
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
-    quick: Annotated[bool, typer.Option("--quick", help="Tiny configuration: short latency, one run each.")] = False,
-    only: Annotated[str | None, typer.Option(
-        help="Comma-separated: overhead, parallel, economy, flow_runs, memory (default all).")] = None,
-    latency: Annotated[float | None, typer.Option(help="Seconds per scripted LLM call (0.3; quick 0.1).")] = None,
-    process_latency: Annotated[float | None, typer.Option(
-        help="Seconds per call for the whole-process figure (1.5; quick 0.3).")] = None,
-    repeats: Annotated[int | None, typer.Option(help="Runs per candidate (3; quick 1).")] = None,
-    api_url: Annotated[str | None, typer.Option(help="Use this running Prefect server as the local mode.")] = None,
-    ephemeral_only: Annotated[bool, typer.Option("--ephemeral-only", help="Skip the local server mode.")] = False,
-    memory_full: Annotated[bool, typer.Option("--memory-full", help="Memory at 10⁵–10⁷ Megrams (slow).")] = False,
-    save: Annotated[Path | None, typer.Option(help="Also write the JSON document to this file.")] = None,
-) -> None:
-    """Run the benchmarks side by side and print their tables (see bench/README.md)."""
-    source = Path(__file__).resolve().parents[1]  # bench/ lives in the source tree, not in the package
-    if (source / "bench" / "harness.py").is_file() and str(source) not in sys.path:
-        sys.path.insert(0, str(source))
-    try:
-        from bench.harness import main as bench_main
-    except ImportError:
-        err.print("artoo bench: the benchmarks live in the source tree's bench/ directory, which this "
-                  "installation does not include; run it from a checkout (pip install -e .).", highlight=False)
-        raise typer.Exit(2) from None
-    argv = [flag for flag, on in (("--json", as_json), ("--quick", quick), ("--ephemeral-only", ephemeral_only),
-                                  ("--memory-full", memory_full)) if on]
-    for flag, value in (("--only", only), ("--latency", latency), ("--process-latency", process_latency),
-                        ("--repeats", repeats), ("--api-url", api_url), ("--save", save)):
-        if value is not None:
-            argv += [flag, str(value)]
-    raise typer.Exit(bench_main(argv))
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, add_help_option=False)
+def bench(ctx: typer.Context) -> None:
+    """Run the benchmarks side by side and print their tables (artoo bench --help; bench/README.md)."""
+    from artoo.bench.harness import main as bench_main  # one parser for the options: the harness's own
+
+    raise typer.Exit(bench_main(list(ctx.args)))
 
 
 @audit_app.callback()
@@ -261,11 +235,11 @@ def audit(
     """Print the Auditor's current report (read from the audit log; no server needed)."""
     if ctx.invoked_subcommand is not None:
         return
-    from config.settings import load_settings
-    from tasks.audit.anomalies import AuditParams
-    from tasks.audit.log import AuditPaths
-    from tasks.audit.persist import publish_report
-    from tasks.audit.report import render_markdown
+    from artoo.config.settings import load_settings
+    from artoo.tasks.audit.anomalies import AuditParams
+    from artoo.tasks.audit.log import AuditPaths
+    from artoo.tasks.audit.persist import publish_report
+    from artoo.tasks.audit.report import render_markdown
 
     try:
         settings = load_settings()
@@ -285,9 +259,9 @@ def audit(
 @audit_app.command("verify")
 def audit_verify() -> None:
     """Recompute the audit log's hash chain and report the first broken record."""
-    from config.settings import load_settings
-    from tasks.audit.chain import verify
-    from tasks.audit.log import AuditPaths
+    from artoo.config.settings import load_settings
+    from artoo.tasks.audit.chain import verify
+    from artoo.tasks.audit.log import AuditPaths
 
     try:
         paths = AuditPaths(load_settings().home_dir)
@@ -310,9 +284,9 @@ def audit_tail(
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON records.")] = False,
 ) -> None:
     """Follow the audit log live, like tail -f (Ctrl-C to stop)."""
-    from config.settings import load_settings
-    from tasks.audit.log import AuditPaths, follow
-    from tasks.audit.report import describe
+    from artoo.config.settings import load_settings
+    from artoo.tasks.audit.log import AuditPaths, follow
+    from artoo.tasks.audit.report import describe
 
     try:
         paths = AuditPaths(load_settings().home_dir)
@@ -331,7 +305,7 @@ def policy_check(
     as_json: Annotated[bool, typer.Option("--json", help='Print {"irreversible": …, "reason": …}.')] = False,
 ) -> None:
     """Judge whether a shell command is irreversible under Law 1 (it is never run)."""
-    from tasks.policy import judge_command, real_exists
+    from artoo.tasks.law1.judge import judge_command, real_exists
 
     verdict = judge_command(command, Path.cwd(), exists=real_exists)
     if as_json:

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from config.errors import ArtooError, ConfigurationError
+from artoo.config.errors import ArtooError, ConfigurationError
 
 memory_app = typer.Typer(help="Inspect and maintain the MKCT memory.", no_args_is_help=True)
 err = Console(stderr=True, highlight=False)
@@ -25,7 +25,7 @@ AtOpt = Annotated[str | None, typer.Option("--at", help="Evaluate decay at this 
 
 
 def _home() -> Path:
-    from config.settings import load_settings
+    from artoo.config.settings import load_settings
 
     return load_settings().home_dir
 
@@ -65,7 +65,7 @@ def _emit(data, as_json: bool, title: str) -> None:
 @memory_app.command("potentials")
 def potentials(space: str, entity: str, at: AtOpt = None, as_json: JsonOpt = False) -> None:
     """Live attention, decision and action of one tag pair."""
-    from memory import cli_ops
+    from artoo.memory import cli_ops
 
     _emit(_guard(lambda: cli_ops.potentials(_home(), space, entity, _at(at))), as_json, "potentials")
 
@@ -73,7 +73,7 @@ def potentials(space: str, entity: str, at: AtOpt = None, as_json: JsonOpt = Fal
 @memory_app.command("sops")
 def sops(space: str, entity: str, as_json: JsonOpt = False) -> None:
     """The C-level rules (SOPs and constraints) of one tag pair."""
-    from memory import cli_ops
+    from artoo.memory import cli_ops
 
     _emit(_guard(lambda: cli_ops.sops(_home(), space, entity)), as_json, f"SOPs of {space} / {entity}")
 
@@ -81,7 +81,7 @@ def sops(space: str, entity: str, as_json: JsonOpt = False) -> None:
 @memory_app.command("stats")
 def stats(as_json: JsonOpt = False) -> None:
     """Counts per level, pending spool records, file sizes."""
-    from memory import cli_ops
+    from artoo.memory import cli_ops
 
     data = _guard(lambda: cli_ops.stats(_home()))
     if as_json:
@@ -93,7 +93,7 @@ def stats(as_json: JsonOpt = False) -> None:
 @memory_app.command("export")
 def export(file: Path) -> None:
     """Write every Megram to a Parquet file (pending spools are ingested first)."""
-    from memory import cli_ops
+    from artoo.memory import cli_ops
 
     data = _guard(lambda: cli_ops.export(_home(), file))
     Console().print(f"exported {data['rows']} Megrams to {data['file']}")
@@ -102,7 +102,7 @@ def export(file: Path) -> None:
 @memory_app.command("import")
 def import_(file: Path) -> None:
     """Restore Megrams from a Parquet export: validated whole, all or nothing."""
-    from memory import cli_ops
+    from artoo.memory import cli_ops
 
     data = _guard(lambda: cli_ops.import_(_home(), file))
     Console().print(f"imported {data['imported']} new Megrams from {data['file']}")
@@ -110,7 +110,7 @@ def import_(file: Path) -> None:
 
 def dream(at: AtOpt = None, as_json: JsonOpt = False) -> None:
     """Run one Dreamer pass now and print what it did."""
-    from memory import cli_ops
+    from artoo.memory import cli_ops
 
     data = _guard(lambda: cli_ops.dream(_home(), _at(at)))
     if as_json:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from config.contracts import FinalResult
+from artoo.config.contracts import FinalResult
 
 REQUEST = "count the lines in my notes file and write the number to count.txt"
 NOTES = "buy milk\ncall the plumber\nrenew the passport\n"
@@ -77,9 +77,9 @@ def demo_scenario() -> dict:
 
 def run_demo(as_json: bool = False) -> FinalResult:
     """Run the demo request through the real flow against the scripted brain."""
+    from artoo.config.settings import load_settings
     from artoo.runner import report
-    from artoo.scripted_llm import ScriptedLLMServer
-    from config.settings import load_settings
+    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
 
     err = Console(stderr=True, highlight=False)
     err.print("[bold]artoo demo[/]: the brain is SCRIPTED (a local fake LLM replaying fixed answers); "

@@ -34,7 +34,7 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-from config.errors import EnvironmentalFailure
+from artoo.config.errors import EnvironmentalFailure
 
 RETRY_AFTER_S = 0.25
 """What a lone 503 tells Prefect's client to wait before its retry (instead of 2, 4, 8… s)."""

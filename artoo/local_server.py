@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config.errors import ConfigurationError
+from artoo.config.errors import ConfigurationError
 
 
 def free_port() -> int:

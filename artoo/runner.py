@@ -17,8 +17,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from config.contracts import FinalResult
-from config.settings import Settings
+from artoo.config.contracts import FinalResult
+from artoo.config.settings import Settings
 
 err = Console(stderr=True, highlight=False)
 
@@ -59,13 +59,13 @@ class ProgressTap:
 
 def execute_flow(request: str, workspace: Path | None) -> dict:
     """Run the artoo-task flow in this process and return its result document."""
-    from tasks.roles.perceiver import check_request
+    from artoo.tasks.roles.perceiver import check_request
 
     check_request(request)  # refused before any flow run exists: nothing to clean up, nothing half-recorded
     from artoo.embedded_server import prefect_api
-    from flows.auditor import PublishedTap
-    from flows.task_flow import artoo_task
-    from tasks.bus import add_tap, remove_tap
+    from artoo.flows.auditor import PublishedTap
+    from artoo.flows.task_flow import artoo_task
+    from artoo.tasks.bus import add_tap, remove_tap
 
     tap, published = ProgressTap(), PublishedTap()
     with prefect_api():
@@ -85,7 +85,7 @@ def audit_run(published: dict[tuple[str, str], set[int]], started: datetime) -> 
 
     ``published`` is keyed by (task_id, run), so another run of the same task cannot stand in for this one.
     """
-    from flows.auditor import describe_key, observe_run
+    from artoo.flows.auditor import describe_key, observe_run
 
     if not published:
         return

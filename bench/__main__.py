@@ -1,7 +1,7 @@
-"""``python -m bench``: the same harness as ``artoo bench``."""
+"""``python -m artoo.bench``: the same harness as ``artoo bench``."""
 
 import sys
 
-from bench.harness import main
+from artoo.bench.harness import main
 
 sys.exit(main())

@@ -4,7 +4,7 @@ A benchmark must measure artoo, not the user's machine state, so every run gets 
 ``ARTOO_HOME``, workspace and ``PREFECT_HOME`` under one temporary root; no user config,
 LLM endpoint or Prefect server leaks in from the environment.  ``PREFECT_HOME`` is read
 when Prefect is imported, so :func:`isolate` must run first (``artoo bench`` and
-``python -m bench`` do that).
+``python -m artoo.bench`` do that).
 
 The two modes are the two ways a user runs artoo: ``ephemeral`` (no ``PREFECT_API_URL``:
 artoo's embedded server — Prefect's SQLite server, started by ``artoo.embedded_server`` on the
@@ -61,7 +61,7 @@ def isolate(root: Path) -> dict[str, str]:
     """Make this process an isolated artoo installation; returns the environment it started with."""
     if "prefect" in sys.modules:
         raise RuntimeError("the benchmarks must isolate PREFECT_HOME before Prefect is imported: "
-                           "run them through `artoo bench` or `python -m bench`")
+                           "run them through `artoo bench` or `python -m artoo.bench`")
     original = dict(os.environ)
     os.environ.clear()
     os.environ.update(clean_environ(original))

@@ -28,9 +28,9 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-from bench.env import prefect_mode, stderr_to
-from bench.report import Figure, Section, fmt, table
-from bench.runs import median
+from artoo.bench.env import prefect_mode, stderr_to
+from artoo.bench.report import Figure, Section, fmt, table
+from artoo.bench.runs import median
 
 OURS_FLOW = {"validate_parameters": False, "log_prints": False, "persist_result": False}
 OURS_TASK = {"cache_policy": NO_CACHE, "retries": 0, "persist_result": False}

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench.env import EPHEMERAL, LOCAL, Servers, isolate, stop_ephemeral, temp_root
-from bench.report import Figure, Section, figures_table, fmt, table
+from artoo.bench.env import EPHEMERAL, LOCAL, Servers, isolate, stop_ephemeral, temp_root
+from artoo.bench.report import Figure, Section, figures_table, fmt, table
 
 BENCHMARKS = ("overhead", "parallel", "economy", "flow_runs", "memory")
 MEMORY_QUICK, MEMORY_DEFAULT, MEMORY_FULL = [10**4], [10**5], [10**5, 10**6, 10**7]
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace, root: Path, original_env: dict[str, str], say)
             sections.update(_loops(args, modes, root, say))
         if "flow_runs" in args.selection:
             say("per-flow-run overhead: empty subflows and tasks")
-            from bench import flowrun_bench
+            from artoo.bench import flowrun_bench
 
             sections["flow_runs"] = flowrun_bench.section(
                 flowrun_bench.measure(1 if args.quick else 10, modes, root / "runs.log", drop_first=not args.quick))
@@ -102,8 +102,8 @@ def run(args: argparse.Namespace, root: Path, original_env: dict[str, str], say)
 
 
 def _loops(args, modes: dict[str, str | None], root: Path, say) -> dict[str, Section]:
-    from bench import loops_bench
-    from bench.runs import run_side_by_side, warm_up
+    from artoo.bench import loops_bench
+    from artoo.bench.runs import run_side_by_side, warm_up
 
     names = list(modes)
     plan = loops_bench.needed(args.selection, names, args.quick)
@@ -126,8 +126,8 @@ def _loops(args, modes: dict[str, str | None], root: Path, say) -> dict[str, Sec
 
 def _process(args, root: Path, original_env: dict[str, str], section: Section, say) -> None:
     """Whole ``artoo run`` processes: quick reuses the home the in-process runs warmed, else a fresh one."""
-    from bench import loops_bench
-    from bench.runs import process_run
+    from artoo.bench import loops_bench
+    from artoo.bench.runs import process_run
 
     processes = 1 if args.quick else 2
     home = "in-process" if args.quick else None
@@ -138,7 +138,7 @@ def _process(args, root: Path, original_env: dict[str, str], section: Section, s
 
 
 def _memory(args, root: Path, say) -> Section:
-    from bench import memory_bench
+    from artoo.bench import memory_bench
 
     sizes = MEMORY_QUICK if args.quick else (MEMORY_FULL if args.memory_full else MEMORY_DEFAULT)
     say(f"memory at {', '.join(f'{n:.0e}' for n in sizes)} Megrams")

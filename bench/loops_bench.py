@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bench import scenarios
-from bench.chain import ROLES, spec_minimum_chain
-from bench.env import EPHEMERAL
-from bench.report import Figure, Section, at_most, fmt, table
-from bench.runs import Job, Measured, ProcessRun, median
+from artoo.bench import scenarios
+from artoo.bench.chain import ROLES, spec_minimum_chain
+from artoo.bench.env import EPHEMERAL
+from artoo.bench.report import Figure, Section, at_most, fmt, table
+from artoo.bench.runs import Job, Measured, ProcessRun, median
 
 OVERHEAD_TARGETS = {"one": 1.15, "replans": 1.25}
 PROCESS_TARGET, PROCESS_GOAL = 1.5, 1.1

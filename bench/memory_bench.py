@@ -1,6 +1,6 @@
 """MKCT memory benchmark: query_mk vs a naive Python loop, write(), ingest, a Dreamer pass.
 
-    python bench/memory_bench.py [--sizes 1e5,1e6,1e7] [--quick] [--json] [--dir DIR]
+    python -m artoo.bench.memory_bench [--sizes 1e5,1e6,1e7] [--quick] [--json] [--dir DIR]
 
 For each size a fresh store is bulk-loaded in SQL (``range()``, clustered by tag as
 compaction leaves it; ~100 Megrams per tag pair, mixed f, k and σ).  The data is in the
@@ -20,7 +20,6 @@ import os
 import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -29,14 +28,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from config.contracts import Megram  # noqa: E402
-from config.protocol import Consolidation  # noqa: E402
-from memory.dreamer import dream  # noqa: E402
-from memory.potentials import US_PER_DAY, now_us  # noqa: E402
-from memory.schema import tag_key  # noqa: E402
-from memory.store import MemoryStore  # noqa: E402
+from artoo.config.contracts import Megram
+from artoo.config.protocol import Consolidation
+from artoo.memory.dreamer import dream
+from artoo.memory.potentials import US_PER_DAY, now_us
+from artoo.memory.schema import tag_key
+from artoo.memory.store import MemoryStore
 
 TARGETS = {
     "query_mk_p50_ms@1e7": ("query_mk p50 at 10⁷", "< 5 ms"),

@@ -22,9 +22,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.chain import Economy, economy
-from bench.env import clean_environ, homes, llm_env, prefect_mode, stderr_to
-from bench.scenarios import Scenario
+from artoo.bench.chain import Economy, economy
+from artoo.bench.env import clean_environ, homes, llm_env, prefect_mode, stderr_to
+from artoo.bench.scenarios import Scenario
 
 STORY_SETTINGS = ("ARTOO_GGS__MAX_REPLANS",)
 """Settings a scenario may set; cleared before every run so one story's budget never leaks into the next."""
@@ -95,7 +95,7 @@ class Job:
 def run_once(job: Job, workspace: Path, log: Path) -> Measured:
     """One in-process run of a job's scenario; raises when the run ends unlike its story."""
     from artoo.runner import execute_flow
-    from tasks.bus import add_tap, remove_tap
+    from artoo.tasks.bus import add_tap, remove_tap
 
     server = job.server
     for key in STORY_SETTINGS:
@@ -125,7 +125,7 @@ def run_once(job: Job, workspace: Path, log: Path) -> Measured:
 
 def run_side_by_side(jobs: list[Job], repeats: int, root: Path, progress=None) -> None:
     """Each job ``repeats`` times, taking turns; results land in ``job.runs``."""
-    from artoo.scripted_llm import ScriptedLLMServer
+    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
 
     for job in jobs:  # each scenario was built with one copy of its answers per run
         job.server = ScriptedLLMServer(job.scenario.script).start()
@@ -184,7 +184,7 @@ def process_run(scenario: Scenario, runs: int, root: Path, original_env: dict[st
     otherwise a fresh home gets one untimed warm-up process first.  ``scenario`` must be
     scripted for every process started.
     """
-    from artoo.scripted_llm import ScriptedLLMServer
+    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
 
     env = clean_environ(original_env)
     env.update(homes(root, home or "process"))

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from config.contracts import Contract
+from artoo.config.contracts import Contract
 
 
 class GapTrend(Contract):

@@ -375,5 +375,3 @@ BusMessage = Annotated[
 """Any message that travels on the bus, parsed by its ``kind``."""
 
 
-# The Auditor's contracts live in their own module; re-exported so every contract has one import path.
-from config.audit_contracts import AuditEvent, AuditReport, GapTrend, ToolHealth  # noqa: E402, F401

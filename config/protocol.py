@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from config.contracts import Constraints, Criterion, FailureClass
+from artoo.config.contracts import Constraints, Criterion, FailureClass
 
 
 class Answer(BaseModel):

@@ -21,7 +21,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from config.errors import ConfigurationError
+from artoo.config.errors import ConfigurationError
 
 SHIPPED_TOML = Path(__file__).with_name("artoo.toml")
 

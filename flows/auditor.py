@@ -40,14 +40,14 @@ from prefect.events.filters import (
 )
 from prefect.logging import get_run_logger
 
-from config.settings import load_settings
-from tasks.audit.anomalies import AuditParams
-from tasks.audit.log import AuditLog, load_checkpoint, save_checkpoint
-from tasks.audit.observe import observation
-from tasks.audit.persist import publish_report
-from tasks.audit.report import render_markdown
-from tasks.audit.stats import short_run
-from tasks.bus import EVENT_PREFIX, task_resource
+from artoo.config.settings import load_settings
+from artoo.tasks.audit.anomalies import AuditParams
+from artoo.tasks.audit.log import AuditLog, load_checkpoint, save_checkpoint
+from artoo.tasks.audit.observe import observation
+from artoo.tasks.audit.persist import publish_report
+from artoo.tasks.audit.report import render_markdown
+from artoo.tasks.audit.stats import short_run
+from artoo.tasks.bus import EVENT_PREFIX, task_resource
 
 LOOKBACK = timedelta(minutes=2)
 SWEEP_EVERY_S = 30.0

@@ -28,8 +28,8 @@ from typing import Any
 
 from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
 
-from config.errors import ConfigurationError
-from config.settings import Settings
+from artoo.config.errors import ConfigurationError
+from artoo.config.settings import Settings
 
 AUDIT_PERIOD_S = 300
 """The Auditor's report timer (spec R6: every 5 minutes)."""
@@ -63,7 +63,7 @@ class DeploymentSpec:
     def module_entrypoint(self) -> str:
         """``package.module.function``: what ``artoo serve`` registers (independent of cwd)."""
         path, function = self.entrypoint.split(":")
-        return path.removesuffix(".py").replace("/", ".") + "." + function
+        return "artoo." + path.removesuffix(".py").replace("/", ".") + "." + function
 
 
 def auditor_parameters(period_s: int = AUDIT_PERIOD_S) -> dict[str, float]:
@@ -100,9 +100,9 @@ def runner_deployments(settings: Settings) -> list:
     """The RunnerDeployments ``artoo serve`` serves (flows imported here, not at module import)."""
     from prefect.deployments.runner import EntrypointType
 
-    from flows.auditor import auditor
-    from flows.dreamer import dreamer
-    from flows.task_flow import artoo_task
+    from artoo.flows.auditor import auditor
+    from artoo.flows.dreamer import dreamer
+    from artoo.flows.task_flow import artoo_task
 
     flows = {"artoo-task": artoo_task, "dreamer": dreamer, "auditor": auditor}
     return [

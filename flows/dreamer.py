@@ -29,11 +29,11 @@ from prefect import flow
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.logging import get_run_logger
 
-from config.contracts import Megram
-from config.protocol import Consolidation
-from config.settings import Settings, load_settings
-from memory.dreamer import Distil, DreamReport, dream
-from tasks.roles.prompting import fence_untrusted, system, user
+from artoo.config.contracts import Megram
+from artoo.config.protocol import Consolidation
+from artoo.config.settings import Settings, load_settings
+from artoo.memory.dreamer import Distil, DreamReport, dream
+from artoo.tasks.roles.prompting import fence_untrusted, system, user
 
 REPORT_ARTIFACT_KEY = "dreamer-report"
 EVIDENCE_LINES = 20
@@ -101,8 +101,8 @@ def report_markdown(report: DreamReport) -> str:
 @flow(name="dreamer", log_prints=False, persist_result=False)
 async def dreamer(at: datetime | None = None) -> dict[str, Any]:
     """One Dreamer pass over the memory store (ingest, forget, demote, consolidate) and its report."""
-    from memory.store import MemoryStore
-    from tasks.llm import OpenAICompatLLM
+    from artoo.memory.store import MemoryStore
+    from artoo.tasks.llm import OpenAICompatLLM
 
     logger = get_run_logger()
     settings = load_settings()

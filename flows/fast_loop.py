@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from prefect import flow
 from prefect.logging import get_run_logger
-from tasks.tools import ToolBox
 
-from config.contracts import ExecutionResult, GapPoint, SubTask, SubTaskOutcome
-from config.errors import RunFailure
-from tasks.prefect_tasks import execute_task, validate_task
-from tasks.roles import agent_validator as r4a
-from tasks.runtime import get_runtime
+from artoo.config.contracts import ExecutionResult, GapPoint, SubTask, SubTaskOutcome
+from artoo.config.errors import RunFailure
+from artoo.tasks.prefect_tasks import execute_task, validate_task
+from artoo.tasks.roles import agent_validator as r4a
+from artoo.tasks.runtime import get_runtime
+from artoo.tasks.tools import ToolBox
 
 
 def subtask_run_name(round_no: int, index: int, intent: str) -> str:

@@ -17,7 +17,7 @@ from prefect.context import FlowRunContext
 from prefect.input import RunInput
 from prefect.logging import get_run_logger
 
-from config.settings import Settings
+from artoo.config.settings import Settings
 
 
 class Law1Approval(RunInput):

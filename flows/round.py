@@ -14,7 +14,7 @@ import asyncio
 from prefect import flow
 from prefect.logging import get_run_logger
 
-from config.contracts import (
+from artoo.config.contracts import (
     DispatchManifest,
     MemoryQuery,
     OutcomeSummary,
@@ -24,15 +24,15 @@ from config.contracts import (
     SubTaskOutcome,
     TaskSpec,
 )
-from config.errors import PlanRejected, RunFailure
-from config.protocol import PlanAnswer
-from flows.fast_loop import subtask_flow, subtask_run_name
-from memory.calibration import calibrate_from_store
-from tasks import plan_rules
-from tasks.prefect_tasks import meta_validate_task, plan_task, publish_r4b
-from tasks.roles import agent_validator as r4a
-from tasks.roles import meta_validator as r4b
-from tasks.runtime import Runtime, get_runtime
+from artoo.config.errors import PlanRejected, RunFailure
+from artoo.config.protocol import PlanAnswer
+from artoo.flows.fast_loop import subtask_flow, subtask_run_name
+from artoo.memory.calibration import calibrate_from_store
+from artoo.tasks import plan_rules
+from artoo.tasks.prefect_tasks import meta_validate_task, plan_task, publish_r4b
+from artoo.tasks.roles import agent_validator as r4a
+from artoo.tasks.roles import meta_validator as r4b
+from artoo.tasks.runtime import Runtime, get_runtime
 
 
 def round_run_name(round_no: int, directive: PlanDirective | None) -> str:

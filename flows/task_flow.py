@@ -28,18 +28,18 @@ from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-from config.contracts import FinalResult
-from config.errors import ArtooError
-from config.settings import Settings, load_settings
-from flows.law1 import make_gate, resolve_mode
-from flows.round import round_flow, round_run_name
-from tasks.bus import Bus
-from tasks.ggs_controller import GGSController
-from tasks.ggs_task import artifact_key, ggs_task
-from tasks.llm import OpenAICompatLLM, cost_report
-from tasks.prefect_tasks import perceive_task
-from tasks.runtime import Runtime, drop, register
-from tasks.session import append_history, load_history
+from artoo.config.contracts import FinalResult
+from artoo.config.errors import ArtooError
+from artoo.config.settings import Settings, load_settings
+from artoo.flows.law1 import make_gate, resolve_mode
+from artoo.flows.round import round_flow, round_run_name
+from artoo.tasks.bus import Bus
+from artoo.tasks.ggs.controller import GGSController
+from artoo.tasks.ggs.task import artifact_key, ggs_task
+from artoo.tasks.llm import OpenAICompatLLM, cost_report
+from artoo.tasks.prefect_tasks import perceive_task
+from artoo.tasks.runtime import Runtime, drop, register
+from artoo.tasks.session import append_history, load_history
 
 
 class ExpectedFailureFilter(logging.Filter):
@@ -96,7 +96,7 @@ def _open_runtime(settings: Settings, workspace: Path) -> Runtime:
     logger = get_run_logger()
     store = None
     try:
-        from memory.store import MemoryStore
+        from artoo.memory.store import MemoryStore
 
         store = MemoryStore(settings.home_dir, settings.memory)
     except Exception as exc:  # memory is an aid, never a reason not to work

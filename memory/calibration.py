@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from config.contracts import Potentials, SOPRecord
-from config.settings import MemoryParams
-from memory.potentials import combine
-from memory.tags import ENV_LOCAL, intent_space, tool_space
+from artoo.config.contracts import Potentials, SOPRecord
+from artoo.config.settings import MemoryParams
+from artoo.memory.potentials import combine
+from artoo.memory.tags import ENV_LOCAL, intent_space, tool_space
 
 
 class Calibration(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from memory.store import MemoryStore
+from artoo.memory.store import MemoryStore
 
 
 def potentials(home: Path, space: str, entity: str, at: datetime | None = None) -> dict:
@@ -54,7 +54,7 @@ def ingest(home: Path) -> dict:
 
 def dream(home: Path, at: datetime | None = None) -> dict:
     """One Dreamer pass without consolidation (no LLM from the CLI's plain path)."""
-    from memory.dreamer import dream as run_dream
+    from artoo.memory.dreamer import dream as run_dream
 
     with MemoryStore(home) as store:
         return run_dream(store, at).model_dump(mode="json")

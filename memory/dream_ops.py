@@ -15,9 +15,9 @@ from datetime import UTC
 
 import duckdb
 
-from config.contracts import Megram
-from memory.queries import STORED_REF, WEIGHT
-from memory.schema import tag_key
+from artoo.config.contracts import Megram
+from artoo.memory.queries import STORED_REF, WEIGHT
+from artoo.memory.schema import tag_key
 
 _W = WEIGHT.format(ref=STORED_REF)
 _FORGET_WHERE = f"level IN ('M', 'K') AND abs(f) * {_W} < $gc"

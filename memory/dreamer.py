@@ -33,14 +33,14 @@ from uuid import uuid4
 
 from pydantic import BaseModel, Field
 
-from config.contracts import Megram
-from config.errors import ArtooError
-from config.protocol import Consolidation
-from config.settings import MemoryParams
-from memory import dream_ops
-from memory.potentials import live_attention, to_us
-from memory.schema import compact, needs_compaction, tag_key
-from memory.store import MemoryStore
+from artoo.config.contracts import Megram
+from artoo.config.errors import ArtooError
+from artoo.config.protocol import Consolidation
+from artoo.config.settings import MemoryParams
+from artoo.memory import dream_ops
+from artoo.memory.potentials import live_attention, to_us
+from artoo.memory.schema import compact, needs_compaction, tag_key
+from artoo.memory.store import MemoryStore
 
 log = logging.getLogger("artoo.memory")
 

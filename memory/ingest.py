@@ -29,9 +29,9 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from memory.locks import try_flock
-from memory.schema import ROW_GROUP, tag_array
-from memory.spool import SPOOL_SUFFIX, parse_spool, split_lines
+from artoo.memory.locks import try_flock
+from artoo.memory.schema import ROW_GROUP, tag_array
+from artoo.memory.spool import SPOOL_SUFFIX, parse_spool, split_lines
 
 log = logging.getLogger("artoo.memory")
 

@@ -26,7 +26,7 @@ import os
 import time
 from pathlib import Path
 
-from config.errors import EnvironmentalFailure
+from artoo.config.errors import EnvironmentalFailure
 
 
 def flock_wait(fd: int, mode: int, timeout_s: float, what: str) -> None:

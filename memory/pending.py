@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.spool import SPOOL_SUFFIX, line_problem
+from artoo.memory.spool import SPOOL_SUFFIX, line_problem
 
 
 @dataclass(frozen=True, slots=True)

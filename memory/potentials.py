@@ -13,8 +13,8 @@ import math
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
-from config.contracts import Megram, MemoryAction, Potentials
-from config.settings import MemoryParams
+from artoo.config.contracts import Megram, MemoryAction, Potentials
+from artoo.config.settings import MemoryParams
 
 US_PER_DAY = 86_400_000_000
 """Microseconds in a day: Δt in the kernel e^(−k·Δt) is in days."""

@@ -8,7 +8,7 @@ parameters and are unnested into the same sums; one whose id is already stored c
 
 from __future__ import annotations
 
-from memory.pending import PendingMegram
+from artoo.memory.pending import PendingMegram
 
 WEIGHT = "exp(-k * (greatest(0, $at - {ref}) / 86400000000.0))"
 """The decay kernel e^(−k·Δt) with Δt in days from integer microseconds, clamped at 0."""

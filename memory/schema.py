@@ -23,7 +23,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from config.errors import ConfigurationError
+from artoo.config.errors import ConfigurationError
 
 LEVELS = ("M", "K", "C", "T")
 """The MKCT pyramid's levels."""

@@ -32,9 +32,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from config.contracts import Megram
-from memory.potentials import to_us
-from memory.schema import EXPORT_SCHEMA, LEVELS
+from artoo.config.contracts import Megram
+from artoo.memory.potentials import to_us
+from artoo.memory.schema import EXPORT_SCHEMA, LEVELS
 
 SPOOL_SUFFIX = ".jsonl"
 ROTATE_BYTES = 64 << 20

@@ -37,16 +37,16 @@ from pathlib import Path
 
 import duckdb
 
-from config.contracts import Megram, Potentials, SOPRecord
-from config.settings import MemoryParams
-from memory import transfer
-from memory.ingest import IngestResult, ingest_spools
-from memory.locks import StoreLock
-from memory.pending import PendingView
-from memory.potentials import NEGATIVE_FEEDBACK, make_potentials, now_us, to_us
-from memory.queries import C_SQL, MK_PENDING_SQL, MK_SQL, SPACE_SQL, pending_params
-from memory.schema import LATEST_VERSION, compact, migrate, needs_compaction, schema_version, tag_key
-from memory.spool import ROTATE_BYTES, SpoolWriter, encode_megram, encode_recall, megram_problem
+from artoo.config.contracts import Megram, Potentials, SOPRecord
+from artoo.config.settings import MemoryParams
+from artoo.memory import transfer
+from artoo.memory.ingest import IngestResult, ingest_spools
+from artoo.memory.locks import StoreLock
+from artoo.memory.pending import PendingView
+from artoo.memory.potentials import NEGATIVE_FEEDBACK, make_potentials, now_us, to_us
+from artoo.memory.queries import C_SQL, MK_PENDING_SQL, MK_SQL, SPACE_SQL, pending_params
+from artoo.memory.schema import LATEST_VERSION, compact, migrate, needs_compaction, schema_version, tag_key
+from artoo.memory.spool import ROTATE_BYTES, SpoolWriter, encode_megram, encode_recall, megram_problem
 
 log = logging.getLogger("artoo.memory")
 

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from config.errors import ConfigurationError
-from memory.schema import EXPORT_SCHEMA, LEVELS, MEGRAM_COLUMNS, tag_array
+from artoo.config.errors import ConfigurationError
+from artoo.memory.schema import EXPORT_SCHEMA, LEVELS, MEGRAM_COLUMNS, tag_array
 
 
 class InvalidMegramFile(ConfigurationError, ValueError):

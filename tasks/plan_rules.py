@@ -14,9 +14,9 @@ import re
 import uuid
 from itertools import groupby
 
-from config.contracts import DispatchManifest, SubTask, SubTaskOutcome
-from config.protocol import PlanAnswer, PlannedSubTask
-from tasks.roles.prompting import as_text, cap, fence_untrusted
+from artoo.config.contracts import DispatchManifest, SubTask, SubTaskOutcome
+from artoo.config.protocol import PlanAnswer, PlannedSubTask
+from artoo.tasks.roles.prompting import as_text, cap, fence_untrusted
 
 MAX_SUBTASKS = 20
 """Most subtasks one plan may dispatch (token cost: N parallel contexts)."""

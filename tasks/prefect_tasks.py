@@ -15,7 +15,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 
-from config.contracts import (
+from artoo.config.contracts import (
     CorrectionSignal,
     DispatchManifest,
     ExecutionResult,
@@ -26,9 +26,9 @@ from config.contracts import (
     SubTaskOutcome,
     TaskSpec,
 )
-from config.protocol import AgentVerdict, PlanAnswer, TaskVerdict
-from tasks.roles import agent_validator, executor, meta_validator, perceiver, planner
-from tasks.runtime import get_runtime
+from artoo.config.protocol import AgentVerdict, PlanAnswer, TaskVerdict
+from artoo.tasks.roles import agent_validator, executor, meta_validator, perceiver, planner
+from artoo.tasks.runtime import get_runtime
 
 ROLE_TASK = {"cache_policy": NO_CACHE, "retries": 0, "persist_result": False}
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from config.settings import Settings
-from tasks.bus import Bus
+from artoo.config.settings import Settings
+from artoo.tasks.bus import Bus
 
 
 @dataclass

@@ -88,7 +88,7 @@ def artoo_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def scripted(artoo_env: Path, monkeypatch: pytest.MonkeyPatch):
     """Start a scripted LLM server for a scenario and point artoo's settings at it."""
-    from artoo.scripted_llm import ScriptedLLMServer
+    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
 
     servers: list[ScriptedLLMServer] = []
 

@@ -1,24 +1,51 @@
-"""The import graph is part of the design: it flows one way, and roles never import roles.
+"""The import graph is part of the design: one namespace, one direction, no cycles, roles apart.
 
-config (settings, contracts) ← memory ← tasks ← flows ← artoo (CLI).  A role talks to
-another only through the flow and the bus, so a role module importing another role
-module is a boundary violation.  Imports inside functions count too.
+Every folder of the design card installs under ``artoo.*`` (pyproject's package-dir), and the
+layers run bottom to top: config (settings, contracts) ← memory ← tasks ← flows ← the app
+(runner, servers, demo) ← bench ← the CLI.  Imports inside functions count too.  A role talks
+to another only through the flow and the bus, and pure logic stays free of Prefect: only the
+named edge modules import it.  A module that imports only when others were imported first
+hides a cycle, so each one is also imported alone.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = {"config": 0, "memory": 1, "tasks": 2, "flows": 3, "artoo": 4}
+MAPPING: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+LAYERS = [("artoo.config", 0), ("artoo.memory", 1), ("artoo.tasks", 2), ("artoo.flows", 3),
+          ("artoo.runner", 4), ("artoo.embedded_server", 4), ("artoo.local_server", 4), ("artoo.demo", 4),
+          ("artoo.bench", 5), ("artoo.cli", 6), ("artoo.cli_memory", 6)]
 ROLES = {"perceiver", "planner", "executor", "agent_validator", "meta_validator"}
+PREFECT_EDGE = {"artoo.tasks.prefect_tasks", "artoo.tasks.ggs.task", "artoo.tasks.bus", "artoo.tasks.tools.box"}
 
 
-def modules() -> list[Path]:
-    return sorted(p for layer in LAYERS for p in (ROOT / layer).rglob("*.py"))
+def module_files() -> dict[str, Path]:
+    """Every module of the installed namespace, by dotted name, found through pyproject's mapping."""
+    found: dict[str, Path] = {}
+    for package, folder in MAPPING.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found.setdefault(".".join((package, *parts)), path)
+    return dict(sorted(found.items()))
+
+
+MODULES = module_files()
+
+
+def layer(name: str) -> int | None:
+    hits = [rank for prefix, rank in LAYERS if name == prefix or name.startswith(prefix + ".")]
+    return hits[0] if hits else None
 
 
 def imported(path: Path) -> set[str]:
@@ -32,21 +59,65 @@ def imported(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_imports_flow_downward(path: Path):
-    own = LAYERS[path.relative_to(ROOT).parts[0]]
-    upward = sorted(n for n in imported(path) if LAYERS.get(n.split(".")[0], -1) > own)
-    assert not upward, f"{path.relative_to(ROOT)} imports upward: {upward}"
+def test_every_folder_of_the_design_card_is_one_package_of_the_namespace():
+    assert set(MAPPING) == {"artoo", "artoo.config", "artoo.memory", "artoo.tasks", "artoo.flows", "artoo.bench"}
+    packages = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {name for name, path in MODULES.items() if path.name == "__init__.py"}
+    assert packages == on_disk, "pyproject's packages list must name every package folder"
+    for name in MODULES:
+        assert layer(name) is not None or name == "artoo", f"{name} belongs to no layer"
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_imports_flow_downward(name: str):
+    own = layer(name) if name != "artoo" else max(rank for _, rank in LAYERS)
+    seen = imported(MODULES[name])
+    stale = sorted(n for n in seen if n.split(".")[0] in {"config", "memory", "tasks", "flows", "bench"})
+    assert not stale, f"{name} imports outside the artoo namespace: {stale}"
+    upward = sorted(n for n in seen if (layer(n) or -1) > own)
+    assert not upward, f"{name} imports upward: {upward}"
 
 
 @pytest.mark.parametrize("role", sorted(ROLES))
 def test_a_role_never_imports_another_role(role: str):
-    path = ROOT / "tasks" / "roles" / f"{role}.py"
-    others = {f"tasks.roles.{r}" for r in ROLES - {role}}
+    path = MODULES[f"artoo.tasks.roles.{role}"]
+    others = {f"artoo.tasks.roles.{r}" for r in ROLES - {role}}
     hits = sorted(n for n in imported(path) if any(n == o or n.startswith(o + ".") for o in others))
     assert not hits, f"role {role} imports other roles: {hits}"
+    assert not {n for n in imported(path) if (layer(n) or 0) > layer("artoo.tasks")}
 
 
-def test_the_layers_exist_and_hold_code():
-    for layer in LAYERS:
-        assert list((ROOT / layer).glob("*.py")), f"{layer}/ has no modules"
+@pytest.mark.parametrize("name", [n for n in MODULES if (layer(n) or 9) <= layer("artoo.tasks")])
+def test_pure_logic_stays_free_of_prefect(name: str):
+    uses = {n for n in imported(MODULES[name]) if n == "prefect" or n.startswith("prefect.")}
+    assert not uses or name in PREFECT_EDGE, f"{name} imports Prefect but is not a declared edge module"
+
+
+IMPORT_EACH_ALONE = """
+import importlib, json, sys, traceback
+failures = {}
+for name in json.loads(sys.argv[1]):
+    for loaded in [m for m in sys.modules if m == "artoo" or m.startswith("artoo.")]:
+        del sys.modules[loaded]
+    try:
+        importlib.import_module(name)
+    except BaseException:
+        failures[name] = traceback.format_exc(limit=3)
+print(json.dumps(failures))
+"""
+
+
+@pytest.fixture(scope="module")
+def alone_failures(tmp_path_factory) -> dict[str, str]:
+    """Import every module as the first artoo module of the process (third-party caches kept)."""
+    cwd = tmp_path_factory.mktemp("elsewhere")  # off the source tree: only the installed namespace
+    names = [n for n in MODULES if not n.endswith(".__main__")]
+    done = subprocess.run([sys.executable, "-c", IMPORT_EACH_ALONE, json.dumps(names)], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", [n for n in MODULES if not n.endswith(".__main__")])  # __main__ runs, by design
+def test_every_module_imports_on_its_own(name: str, alone_failures: dict[str, str]):
+    assert name not in alone_failures, alone_failures.get(name)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tasks.audit.chain import GENESIS, canonical, digest, verify
-from tasks.audit.log import AuditLog, AuditPaths, follow
-from tasks.audit.observe import observation
+from artoo.tasks.audit.chain import GENESIS, canonical, digest, verify
+from artoo.tasks.audit.log import AuditLog, AuditPaths, follow
+from artoo.tasks.audit.observe import observation
 from tests.conftest import run_cli
 
 

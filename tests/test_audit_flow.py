@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.auditor import FLUSH_ENV, PublishedTap, artoo_filter, read_pages
+from artoo.flows.auditor import FLUSH_ENV, PublishedTap, artoo_filter, read_pages
 from tests.conftest import final_from, run_cli
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 
@@ -68,7 +68,7 @@ def wait_for_server(since: datetime, count: int, task_id: str | None = None, nam
 
 
 def run_auditor(**params) -> dict:
-    from flows.auditor import auditor
+    from artoo.flows.auditor import auditor
 
     return asyncio.run(auditor(**params))
 
@@ -101,7 +101,7 @@ def test_injected_missing_and_out_of_order_sequences_are_bus_gaps(artoo_env: Pat
 
 
 def test_events_published_while_the_auditor_runs_arrive_through_the_live_stream(artoo_env: Path):
-    from flows.auditor import auditor
+    from artoo.flows.auditor import auditor
 
     task_id = f"live_{uuid.uuid4().hex[:8]}"
 
@@ -123,10 +123,10 @@ def snapshot(home: Path) -> dict[str, str]:
 
 
 def test_the_auditor_publishes_nothing_and_never_touches_memory(artoo_env: Path, prefect_api: str):
-    from config.contracts import Megram
-    from config.settings import load_settings
-    from memory.store import MemoryStore
-    from tasks.bus import add_tap, remove_tap
+    from artoo.config.contracts import Megram
+    from artoo.config.settings import load_settings
+    from artoo.memory.store import MemoryStore
+    from artoo.tasks.bus import add_tap, remove_tap
 
     home = artoo_env / "home"
     settings = load_settings()
@@ -164,7 +164,7 @@ def test_the_auditor_publishes_nothing_and_never_touches_memory(artoo_env: Path,
 
 async def observe_and_ask(start: datetime) -> dict:
     """Run the auditor (periodic reports every 0.5 s) and ask for an on-demand report while it runs."""
-    from flows.auditor import auditor
+    from artoo.flows.auditor import auditor
 
     running = asyncio.create_task(auditor(run_for_s=3.0, report_every_s=0.5, since=start))
     await asyncio.sleep(1.5)
@@ -201,9 +201,9 @@ def slow_scenario(task_id: str) -> dict:
 
 
 def test_an_auditor_stopped_mid_run_and_restarted_logs_every_message_exactly_once(scripted, artoo_env: Path):
-    from flows.auditor import auditor
-    from flows.task_flow import artoo_task
-    from tasks.bus import add_tap, remove_tap
+    from artoo.flows.auditor import auditor
+    from artoo.flows.task_flow import artoo_task
+    from artoo.tasks.bus import add_tap, remove_tap
 
     task_id = f"restart_{uuid.uuid4().hex[:8]}"
     workspace = artoo_env / "workspace"
@@ -255,7 +255,7 @@ def flow_run_facts(run_id: str) -> tuple[str, object, datetime]:
 
 def test_artoo_run_audits_its_own_messages_and_the_thrashing_is_reported(scripted, artoo_env: Path):
     """The plateau scenario of test_loops: break_symmetry x3 at D=1 → ggs_thrashing, audited before run returns."""
-    from tasks.bus import add_tap, remove_tap
+    from artoo.tasks.bus import add_tap, remove_tap
 
     task_id = f"thrash_{uuid.uuid4().hex[:8]}"
     crit = "the answer is 42"

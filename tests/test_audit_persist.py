@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tasks.audit.log import AuditLog, AuditPaths
-from tasks.audit.persist import load_state, publish_report, read_reports
-from tasks.audit.report import anomaly_names
+from artoo.tasks.audit.log import AuditLog, AuditPaths
+from artoo.tasks.audit.persist import load_state, publish_report, read_reports
+from artoo.tasks.audit.report import anomaly_names
 from tests.conftest import run_cli
 from tests.test_audit_stats import CLEAN, ROUND, THRASH, Stream, msg
 
@@ -103,6 +103,6 @@ def test_audit_code_never_reaches_memory_or_publishes(path: Path):
     imports |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     names = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
     calls = {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
-    assert not [m for m in imports if m == "memory" or m.startswith("memory.")]
+    assert not [m for m in imports if m == "artoo.memory" or m.startswith("artoo.memory.")]
     assert not {"Bus", "emit_event", "get_events_client"} & names
     assert not {"publish", "emit", "write_megram"} & calls

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from tasks.audit.chain import canonical, digest, line_of, seal, verify
-from tasks.audit.log import AuditLog, AuditPaths
-from tasks.audit.persist import load_state, publish_report
-from tasks.audit.report import anomaly_names, build_report, describe, render_markdown
-from tasks.audit.stats import StatsState, fold, reset_window, touched
-from tasks.bus import Bus, add_tap, remove_tap
+from artoo.tasks.audit.chain import canonical, digest, line_of, seal, verify
+from artoo.tasks.audit.log import AuditLog, AuditPaths
+from artoo.tasks.audit.persist import load_state, publish_report
+from artoo.tasks.audit.report import anomaly_names, build_report, describe, render_markdown
+from artoo.tasks.audit.stats import StatsState, fold, reset_window, touched
+from artoo.tasks.bus import Bus, add_tap, remove_tap
 from tests.test_audit_stats import CLEAN, ROUTE, T0, Stream
 
 RUN_A, RUN_B, RUN_C = (f"{c * 8}-{c * 4}-4{c * 3}-8{c * 3}-{c * 12}" for c in "abc")
@@ -196,7 +196,7 @@ def publish_interleaved(buses: list[Bus]) -> None:
 
 
 def test_the_bus_labels_each_run_and_the_tap_keeps_runs_apart():
-    from flows.auditor import PublishedTap
+    from artoo.flows.auditor import PublishedTap
 
     seen: list[dict] = []
     tap = PublishedTap()
@@ -225,7 +225,7 @@ def test_a_bus_made_inside_a_flow_run_carries_that_flow_run_id(prefect_api: str)
 
 
 def test_two_concurrent_runs_of_one_task_are_two_conversations_on_a_real_server(prefect_api: str, artoo_env: Path):
-    from flows.auditor import observe_run
+    from artoo.flows.auditor import observe_run
     from tests.test_audit_flow import audit_records, flush, report, run_auditor, wait_for_server
 
     task_id, runs = f"twice_{uuid.uuid4().hex[:8]}", [uuid.uuid4().hex, uuid.uuid4().hex]

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tasks.audit.anomalies import AuditParams, drift_alerts, trend
-from tasks.audit.report import anomaly_names, build_report, render_markdown
-from tasks.audit.stats import StatsState, fold, reset_window
+from artoo.tasks.audit.anomalies import AuditParams, drift_alerts, trend
+from artoo.tasks.audit.report import anomaly_names, build_report, render_markdown
+from artoo.tasks.audit.stats import StatsState, fold, reset_window
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ROUTE = {"task_spec": ("R1", "R2"), "dispatch_manifest": ("R2", "R4b"), "subtask": ("R2", "R3"),

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import scenarios
-from bench.chain import Call, critical_path, economy, lane_of, role_calls, spec_minimum_chain
-from bench.harness import parse
-from bench.report import Figure
+from artoo.bench import scenarios
+from artoo.bench.chain import Call, critical_path, economy, lane_of, role_calls, spec_minimum_chain
+from artoo.bench.harness import parse
+from artoo.bench.report import Figure
 
 
 def req(schema: str, start: float, end: float, intent: str | None = None, extra: list[dict] | None = None) -> dict:

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from config.contracts import Megram
-from memory.store import MemoryStore
+from artoo.config.contracts import Megram
+from artoo.memory.store import MemoryStore
 from tests.conftest import run_cli
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from config import contracts as c
-from config.protocol import SCHEMAS
+from artoo.config import audit_contracts as ac
+from artoo.config import contracts as c
+from artoo.config.protocol import SCHEMAS
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 CRIT = c.Criterion(criterion="report.md exists", mode="verifiable")
@@ -52,14 +53,14 @@ SAMPLES = {
     "SOPRecord": c.SOPRecord(id="m1", space="intent:x", entity="env:local", content="rule", sigma=-1.0),
     "MemoryQuery": c.MemoryQuery(task_id="logs", space="intent:x", entity="env:local",
                                  potentials=c.Potentials(attention=0, decision=0, action="Ignore"), sop_count=2),
-    "AuditEvent": c.AuditEvent(seq=3, event_id="e1", occurred=NOW, task_id="logs", message="plan_directive",
+    "AuditEvent": ac.AuditEvent(seq=3, event_id="e1", occurred=NOW, task_id="logs", message="plan_directive",
                                from_role="R7", to_role="R2", task_seq=9, payload={"x": 1}, prev_hash="0" * 64,
                                hash="f" * 64),
-    "AuditReport": c.AuditReport(trigger="on-demand", window_start=NOW, tasks_observed=2, total_corrections=1,
-                                 gap_trends=[c.GapTrend(task_id="logs", trend="worsening")],
+    "AuditReport": ac.AuditReport(trigger="on-demand", window_start=NOW, tasks_observed=2, total_corrections=1,
+                                 gap_trends=[ac.GapTrend(task_id="logs", trend="worsening")],
                                  boundary_violations=["R3→R5"], drift_alerts=["R3 rising"],
                                  anomalies=["ggs_thrashing: logs"],
-                                 tool_health=c.ToolHealth(execution_failures=1, environmental_retries=2,
+                                 tool_health=ac.ToolHealth(execution_failures=1, environmental_retries=2,
                                                           logical_retries=3)),
 }
 

@@ -125,8 +125,8 @@ def test_the_embedded_server_answers_and_dies_with_a_killed_parent(tmp_path):
 
 
 def test_a_server_that_cannot_start_is_a_clear_environmental_failure_and_is_stopped(tmp_path, monkeypatch):
+    from artoo.config.errors import EnvironmentalFailure
     from artoo.embedded_server import EmbeddedServer
-    from config.errors import EnvironmentalFailure
 
     (tmp_path / "prefect.db").write_bytes(b"not a database")  # Prefect cannot migrate it: start-up fails
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path))

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from config.contracts import CriterionVerdict, GapPoint, SubTaskOutcome
-from config.settings import GGSParams
-from tasks.ggs import (
+from artoo.config.contracts import CriterionVerdict, GapPoint, SubTaskOutcome
+from artoo.config.settings import GGSParams
+from artoo.tasks.ggs.maths import (
     MACRO_STATES,
     QUANTIZATION,
     distance,

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from config.contracts import CriterionVerdict, GapPoint, OutcomeSummary, ReplanRequest, SubTaskOutcome
-from config.settings import GGSParams
-from tasks.ggs import ACTION_STATES, QUANTIZATION
-from tasks.ggs_controller import GGSController
+from artoo.config.contracts import CriterionVerdict, GapPoint, OutcomeSummary, ReplanRequest, SubTaskOutcome
+from artoo.config.settings import GGSParams
+from artoo.tasks.ggs.controller import GGSController
+from artoo.tasks.ggs.maths import ACTION_STATES, QUANTIZATION
 
 SPEC = GGSParams()
 FLAT = GGSParams(w1=0.0, w2=0.0, max_replans=5)  # Ω ≡ 0, so L = .6·D + .3·P moves only with the results

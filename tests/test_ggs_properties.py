@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from config.contracts import CriterionVerdict, ReplanRequest, SubTaskOutcome
-from config.settings import GGSParams
-from tasks.ggs import MACRO_STATES, distance, implausibility, loss, macro_state, resource_cost
-from tasks.ggs_controller import GGSController
+from artoo.config.contracts import CriterionVerdict, ReplanRequest, SubTaskOutcome
+from artoo.config.settings import GGSParams
+from artoo.tasks.ggs.controller import GGSController
+from artoo.tasks.ggs.maths import MACRO_STATES, distance, implausibility, loss, macro_state, resource_cost
 
 unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 gradient = st.floats(min_value=-2.0, max_value=2.0, allow_nan=False)

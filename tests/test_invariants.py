@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from config.contracts import TaskSpec
+from artoo.config.contracts import TaskSpec
 from tests.conftest import final_from, run_cli
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 

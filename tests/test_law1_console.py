@@ -37,7 +37,7 @@ def read_until(stream, marker: bytes, timeout_s: float) -> bytes:
 
 @pytest.mark.slow
 def test_console_approval_in_an_interactive_terminal(tmp_path):
-    from artoo.scripted_llm import ScriptedLLMServer
+    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
 
     workspace = tmp_path / "workspace"
     workspace.mkdir()

@@ -42,7 +42,7 @@ def wait_for_pause(thread: threading.Thread, timeout: float = 60.0):
 def test_approved_deletion_runs_only_after_resume(scripted, artoo_env: Path, monkeypatch):
     from prefect.flow_runs import resume_flow_run
 
-    from flows.task_flow import artoo_task
+    from artoo.flows.task_flow import artoo_task
 
     monkeypatch.setenv("ARTOO_LAW1_MODE", "pause")
     victim = artoo_env / "workspace" / "old.log"

@@ -8,12 +8,11 @@ import socket
 
 import pytest
 
-from artoo.scripted_llm import ScriptedLLMServer
-from config.errors import ConfigurationError, EnvironmentalFailure, LLMOutputError, RunFailure
-from config.protocol import SCHEMAS, ExecutionAnswer
-from config.settings import load_settings
-from tasks.llm import CallRecord, OpenAICompatLLM, ScriptedLLM, ScriptExhausted, ToolTurn, cost_report
-from tasks.llm.parsing import (
+from artoo.config.errors import ConfigurationError, EnvironmentalFailure, LLMOutputError, RunFailure
+from artoo.config.protocol import SCHEMAS, ExecutionAnswer
+from artoo.config.settings import load_settings
+from artoo.tasks.llm import CallRecord, OpenAICompatLLM, ScriptedLLM, ScriptExhausted, ToolTurn, cost_report
+from artoo.tasks.llm.parsing import (
     is_format_rejection,
     parse_arguments,
     strict_schema,
@@ -21,6 +20,7 @@ from tasks.llm.parsing import (
     structured_request,
     with_system_note,
 )
+from artoo.tasks.llm.scripted_server import ScriptedLLMServer
 
 VERDICT = {"criterion": "file exists", "verdict": "pass", "failure_class": None, "evidence": "ls shows it"}
 SAMPLES = {

@@ -6,12 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from config.contracts import Megram, Potentials, SOPRecord
-from config.settings import MemoryParams
-from memory.calibration import calibrate, calibrate_from_store
-from memory.potentials import make_potentials
-from memory.store import MemoryStore
-from memory.tags import ENV_LOCAL, intent_space, path_entity, tool_space
+from artoo.config.contracts import Megram, Potentials, SOPRecord
+from artoo.config.settings import MemoryParams
+from artoo.memory.calibration import calibrate, calibrate_from_store
+from artoo.memory.potentials import make_potentials
+from artoo.memory.store import MemoryStore
+from artoo.memory.tags import ENV_LOCAL, intent_space, path_entity, tool_space
 
 PARAMS = MemoryParams()
 IGNORE = make_potentials(0.0, 0.0, PARAMS)

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from config.contracts import Megram
-from memory import cli_ops
-from memory.store import MemoryStore
+from artoo.config.contracts import Megram
+from artoo.memory import cli_ops
+from artoo.memory.store import MemoryStore
 
 NOW = datetime.now(UTC)
 

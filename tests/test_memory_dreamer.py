@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from config.contracts import Megram
-from config.errors import LLMOutputError
-from config.protocol import Consolidation
-from config.settings import MemoryParams
-from memory.dreamer import bankrupt, consolidation_kind, dream, forgets, uncovered
-from memory.potentials import age_days, reference_us, to_us
-from memory.store import MemoryStore
+from artoo.config.contracts import Megram
+from artoo.config.errors import LLMOutputError
+from artoo.config.protocol import Consolidation
+from artoo.config.settings import MemoryParams
+from artoo.memory.dreamer import bankrupt, consolidation_kind, dream, forgets, uncovered
+from artoo.memory.potentials import age_days, reference_us, to_us
+from artoo.memory.store import MemoryStore
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 GOOD = ("intent:deploy_the_site", "env:local")

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from config.contracts import Megram
-from memory.store import MemoryStore
+from artoo.config.contracts import Megram
+from artoo.memory.store import MemoryStore
 
 NOW = datetime.now(UTC)
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from config.contracts import Megram
-from config.settings import MemoryParams
-from memory.potentials import (
+from artoo.config.contracts import Megram
+from artoo.config.settings import MemoryParams
+from artoo.memory.potentials import (
     action_for,
     age_days,
     combine,

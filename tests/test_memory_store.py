@@ -13,13 +13,13 @@ from datetime import UTC, datetime, timedelta
 import duckdb
 import pytest
 
-from config.contracts import Megram
-from config.errors import ConfigurationError
-from config.settings import MemoryParams
-from memory.potentials import action_for, reference_potentials
-from memory.schema import LATEST_VERSION
-from memory.spool import encode_megram
-from memory.store import MemoryStore
+from artoo.config.contracts import Megram
+from artoo.config.errors import ConfigurationError
+from artoo.config.settings import MemoryParams
+from artoo.memory.potentials import action_for, reference_potentials
+from artoo.memory.schema import LATEST_VERSION
+from artoo.memory.spool import encode_megram
+from artoo.memory.store import MemoryStore
 
 NOW = datetime.now(UTC)
 PAIRS = [("intent:a_b_c", "env:local"), ("tool:shell", "path:/tmp/x"), ("tool:shell", "path:/tmp/y")]

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import duckdb
 
-from config.contracts import Megram
-from memory.schema import tag_key
-from memory.store import MemoryStore
+from artoo.config.contracts import Megram
+from artoo.memory.schema import tag_key
+from artoo.memory.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,8 +29,8 @@ WRITER = """
 import os, sys, time
 from datetime import UTC, datetime
 from pathlib import Path
-from config.contracts import Megram
-from memory.store import MemoryStore
+from artoo.config.contracts import Megram
+from artoo.memory.store import MemoryStore
 home, ack, n, w = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
 store = MemoryStore(home, rotate_bytes=32 * 1024)
 fd = os.open(ack, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
@@ -47,9 +47,9 @@ store.close()
 LOOPER = """
 import sys, time
 from pathlib import Path
-from config.protocol import Consolidation
-from memory.dreamer import dream
-from memory.store import MemoryStore
+from artoo.config.protocol import Consolidation
+from artoo.memory.dreamer import dream
+from artoo.memory.store import MemoryStore
 home, stop, role = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 store = MemoryStore(home, reader_idle_s=0.05)
 distil = lambda space, entity, kind, megrams: Consolidation(kind=kind, content=f"{kind} for {space}")
@@ -119,8 +119,8 @@ DREAMER = """
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from memory.dreamer import dream
-from memory.store import MemoryStore
+from artoo.memory.dreamer import dream
+from artoo.memory.store import MemoryStore
 dream(MemoryStore(Path(sys.argv[1])), datetime.fromisoformat(sys.argv[2]))
 """
 
@@ -166,7 +166,7 @@ def test_a_dreamer_killed_mid_pass_leaves_the_store_consistent(tmp_path):
 INGESTER = """
 import sys, time
 from pathlib import Path
-from memory.store import MemoryStore
+from artoo.memory.store import MemoryStore
 store = MemoryStore(Path(sys.argv[1]))
 print("ready", flush=True)
 started = time.monotonic()

@@ -9,11 +9,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from config.contracts import Megram
-from config.errors import ConfigurationError
-from memory.schema import EXPORT_SCHEMA
-from memory.store import MemoryStore
-from memory.transfer import InvalidMegramFile
+from artoo.config.contracts import Megram
+from artoo.config.errors import ConfigurationError
+from artoo.memory.schema import EXPORT_SCHEMA
+from artoo.memory.store import MemoryStore
+from artoo.memory.transfer import InvalidMegramFile
 
 NOW = datetime(2025, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
 

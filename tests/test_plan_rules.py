@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from config.contracts import Criterion, SubTaskOutcome
-from config.protocol import PlanAnswer, PlannedSubTask
-from tasks.plan_rules import (
+from artoo.config.contracts import Criterion, SubTaskOutcome
+from artoo.config.protocol import PlanAnswer, PlannedSubTask
+from artoo.tasks.plan_rules import (
     MAX_SUBTASKS,
     cap_plan,
     dispatch,
@@ -16,7 +16,7 @@ from tasks.plan_rules import (
     normalise_sequences,
     validate_plan,
 )
-from tasks.roles.prompting import FENCE_OPEN
+from artoo.tasks.roles.prompting import FENCE_OPEN
 
 
 def sub(intent="count lines", seq=1, context="", criteria=("a number is reported",)) -> PlannedSubTask:

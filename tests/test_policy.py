@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.policy import PolicyVerdict, judge_command, judge_write, real_exists
+from artoo.tasks.law1.judge import PolicyVerdict, judge_command, judge_write, real_exists
 
 CWD = Path("/w")
 EXISTING = {"/w", "/w/exists.txt", "/w/dir", "/w/dir/a.txt", "/w/dir/sub", "/w/backup", "/w/notes.md",

@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from config.contracts import Criterion, CriterionVerdict, ExecutionResult, GapPoint, SubTask
-from config.protocol import AgentVerdict, VerdictAnswer
-from tasks.llm.fake import ScriptedLLM
-from tasks.roles.agent_validator import (
+from artoo.config.contracts import Criterion, CriterionVerdict, ExecutionResult, GapPoint, SubTask
+from artoo.config.protocol import AgentVerdict, VerdictAnswer
+from artoo.tasks.llm.fake import ScriptedLLM
+from artoo.tasks.roles.agent_validator import (
     correction,
     gap_point,
     immediate_failure,
@@ -17,7 +17,7 @@ from tasks.roles.agent_validator import (
     outcome,
     verdicts_for,
 )
-from tasks.roles.prompting import FENCE_OPEN
+from artoo.tasks.roles.prompting import FENCE_OPEN
 
 CRITERIA = [Criterion(criterion="file /tmp/out.txt exists"),
             Criterion(criterion="it lists 3 names", mode="plausible")]

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from config.contracts import CorrectionSignal, Criterion, SubTask
-from config.errors import EnvironmentalFailure
-from tasks.llm.base import ToolCallRequest, ToolTurn
-from tasks.llm.fake import ScriptedLLM
-from tasks.roles.executor import execute
-from tasks.roles.prompting import FENCE_OPEN
+from artoo.config.contracts import CorrectionSignal, Criterion, SubTask
+from artoo.config.errors import EnvironmentalFailure
+from artoo.tasks.llm.base import ToolCallRequest, ToolTurn
+from artoo.tasks.llm.fake import ScriptedLLM
+from artoo.tasks.roles.executor import execute
+from artoo.tasks.roles.prompting import FENCE_OPEN
 
 SUBTASK = SubTask(subtask_id="5f0c1e9a-0000-4000-8000-000000000001", parent_task_id="count_py",
                   intent="count the .py files", context="project root is /srv/proj",

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from config.contracts import (
+from artoo.config.contracts import (
     Criterion,
     CriterionVerdict,
     DispatchManifest,
@@ -15,10 +15,10 @@ from config.contracts import (
     ReplanRequest,
     SubTaskOutcome,
 )
-from config.protocol import TaskVerdict, VerdictAnswer
-from tasks.llm.fake import ScriptedLLM
-from tasks.roles.meta_validator import decide, judge_task, merge_outputs, needs_llm, task_verdicts, unjudged
-from tasks.roles.prompting import FENCE_OPEN
+from artoo.config.protocol import TaskVerdict, VerdictAnswer
+from artoo.tasks.llm.fake import ScriptedLLM
+from artoo.tasks.roles.meta_validator import decide, judge_task, merge_outputs, needs_llm, task_verdicts, unjudged
+from artoo.tasks.roles.prompting import FENCE_OPEN
 
 CRITERIA = [Criterion(criterion="the count is an integer"),
             Criterion(criterion="the report names the files", mode="plausible")]

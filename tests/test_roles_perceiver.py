@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from config.contracts import TaskSpec
-from tasks.llm.fake import ScriptedLLM
-from tasks.roles.perceiver import perceive, sanitise_task_id
-from tasks.roles.prompting import FENCE_OPEN
+from artoo.config.contracts import TaskSpec
+from artoo.tasks.llm.fake import ScriptedLLM
+from artoo.tasks.roles.perceiver import perceive, sanitise_task_id
+from artoo.tasks.roles.prompting import FENCE_OPEN
 
 
 @pytest.mark.parametrize("raw, expected", [

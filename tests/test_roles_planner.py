@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from config.contracts import Constraints, Loss, PlanDirective, TaskSpec
-from config.protocol import PlanAnswer
-from tasks.llm.fake import ScriptedLLM
-from tasks.roles.planner import plan
-from tasks.roles.prompting import FENCE_OPEN
+from artoo.config.contracts import Constraints, Loss, PlanDirective, TaskSpec
+from artoo.config.protocol import PlanAnswer
+from artoo.tasks.llm.fake import ScriptedLLM
+from artoo.tasks.roles.planner import plan
+from artoo.tasks.roles.prompting import FENCE_OPEN
 
 SPEC = TaskSpec(task_id="count_py", intent="count the python files in the project",
                 constraints=Constraints(scope="~/proj"), raw_input="how many .py files in ~/proj?")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from config.contracts import Criterion
-from config.protocol import VerdictAnswer
-from tasks.roles.prompting import (
+from artoo.config.contracts import Criterion
+from artoo.config.protocol import VerdictAnswer
+from artoo.tasks.roles.prompting import (
     FENCE_CLOSE,
     FENCE_OPEN,
     LAWS,

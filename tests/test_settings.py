@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from config.errors import ConfigurationError
-from config.settings import load_settings
+from artoo.config.errors import ConfigurationError
+from artoo.config.settings import load_settings
 
 SPEC_DEFAULTS = [
     ("ggs", "alpha", 0.6), ("ggs", "beta", 0.3), ("ggs", "lam", 0.4), ("ggs", "w1", 0.6), ("ggs", "w2", 0.4),

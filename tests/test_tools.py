@@ -11,12 +11,12 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from config.settings import load_settings
-from tasks.tools import HeadTailBuffer, PendingAction, ToolBox, first_n, head_tail, headTail
-from tasks.tools.files import glob_files, sniff_binary
-from tasks.tools.locate import locate, name_matches, walk
-from tasks.tools.text import join_head_tail
-from tasks.tools.web import parse_ddg_html, unwrap_link
+from artoo.config.settings import load_settings
+from artoo.tasks.tools import HeadTailBuffer, PendingAction, ToolBox, first_n, head_tail, headTail
+from artoo.tasks.tools.files import glob_files, sniff_binary
+from artoo.tasks.tools.locate import locate, name_matches, walk
+from artoo.tasks.tools.text import join_head_tail
+from artoo.tasks.tools.web import parse_ddg_html, unwrap_link
 
 
 class Gate:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import load_settings
-from tasks.tools import ToolBox
-from tasks.tools.shell import build_shell_argv, find_on_personal_path, strip_maxdepth
+from artoo.config.settings import load_settings
+from artoo.tasks.tools import ToolBox
+from artoo.tasks.tools.shell import build_shell_argv, find_on_personal_path, strip_maxdepth
 from tests.processes import alive
 from tests.test_tools import Gate, make_box, run
 

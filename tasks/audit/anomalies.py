@@ -20,8 +20,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
-from tasks.audit.stats import CORRECTION_RATES, Conversation, Entry
-from tasks.bus import ROUTES
+from artoo.tasks.audit.stats import CORRECTION_RATES, Conversation, Entry
+from artoo.tasks.bus import ROUTES
 
 ANOMALY_NAMES = ("ggs_thrashing", "convergence_failure", "boundary_violation", "drift", "bus_gap",
                  "law1_denied", "unverified_success")

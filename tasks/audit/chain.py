@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from config.contracts import AuditEvent
+from artoo.config.audit_contracts import AuditEvent
 
 GENESIS = "0" * 64
 RECORD_EXTRAS = ("run",)

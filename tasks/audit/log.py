@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tasks.audit.chain import GENESIS, line_of, link_of, seal
+from artoo.tasks.audit.chain import GENESIS, line_of, link_of, seal
 
 
 class AuditLogError(RuntimeError):

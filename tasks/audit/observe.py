@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tasks.bus import EVENT_PREFIX
+from artoo.tasks.bus import EVENT_PREFIX
 
 TASK_RESOURCE_PREFIX = "artoo.task."
 

@@ -18,12 +18,12 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from config.contracts import AuditReport
-from tasks.audit.anomalies import AuditParams
-from tasks.audit.chain import GENESIS, link_of
-from tasks.audit.log import AuditPaths, iter_records, locked, write_atomic
-from tasks.audit.report import build_report
-from tasks.audit.stats import StatsState, fold, reset_window
+from artoo.config.audit_contracts import AuditReport
+from artoo.tasks.audit.anomalies import AuditParams
+from artoo.tasks.audit.chain import GENESIS, link_of
+from artoo.tasks.audit.log import AuditPaths, iter_records, locked, write_atomic
+from artoo.tasks.audit.report import build_report
+from artoo.tasks.audit.stats import StatsState, fold, reset_window
 
 
 def load_state(paths: AuditPaths) -> StatsState | None:

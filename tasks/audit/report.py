@@ -15,8 +15,8 @@ import json
 from datetime import datetime
 from typing import Literal
 
-from config.contracts import AuditReport, GapTrend
-from tasks.audit.anomalies import (
+from artoo.config.audit_contracts import AuditReport, GapTrend
+from artoo.tasks.audit.anomalies import (
     ANOMALY_NAMES,
     AuditParams,
     boundary_violations,
@@ -24,7 +24,7 @@ from tasks.audit.anomalies import (
     drift_alerts,
     trend,
 )
-from tasks.audit.stats import (
+from artoo.tasks.audit.stats import (
     Conversation,
     StatsState,
     in_window,

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from config.contracts import ToolHealth
+from artoo.config.audit_contracts import ToolHealth
 
 # role → (message counted as a correction of that role, message counted as an opportunity)
 CORRECTION_RATES: dict[str, tuple[str, str]] = {

@@ -5,7 +5,7 @@ the in-process fake for pure-logic tests; ``cost_report`` turns CallRecords into
 per-role cost table.
 """
 
-from tasks.llm.base import (
+from artoo.tasks.llm.base import (
     LLM,
     ROLE_TIER,
     TOOLS_SCHEMA,
@@ -15,8 +15,8 @@ from tasks.llm.base import (
     cost_report,
     tier_of,
 )
-from tasks.llm.client import OpenAICompatLLM
-from tasks.llm.fake import ScriptedLLM, ScriptExhausted
+from artoo.tasks.llm.client import OpenAICompatLLM
+from artoo.tasks.llm.fake import ScriptedLLM, ScriptExhausted
 
 __all__ = [
     "LLM",

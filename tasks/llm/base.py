@@ -14,7 +14,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from config.protocol import SCHEMAS, Answer, ExecutionAnswer
+from artoo.config.protocol import SCHEMAS, Answer, ExecutionAnswer
 
 Tier = Literal["brain", "tool"]
 

@@ -28,12 +28,12 @@ import httpx
 import openai
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-from config.errors import ConfigurationError, LLMOutputError
-from config.protocol import Answer, ExecutionAnswer
-from config.settings import Settings
-from tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolCallRequest, ToolTurn, answer_model, tier_of
-from tasks.llm.errors import Endpoint, FormatRejected, classify, is_retryable
-from tasks.llm.parsing import (
+from artoo.config.errors import ConfigurationError, LLMOutputError
+from artoo.config.protocol import Answer, ExecutionAnswer
+from artoo.config.settings import Settings
+from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolCallRequest, ToolTurn, answer_model, tier_of
+from artoo.tasks.llm.errors import Endpoint, FormatRejected, classify, is_retryable
+from artoo.tasks.llm.parsing import (
     MODES,
     InvalidAnswer,
     normalize_tools,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import openai
 
-from config.errors import ConfigurationError, EnvironmentalFailure, RunFailure
-from tasks.llm.parsing import is_format_rejection
+from artoo.config.errors import ConfigurationError, EnvironmentalFailure, RunFailure
+from artoo.tasks.llm.parsing import is_format_rejection
 
 _ENVIRONMENTAL_STATUS = {408, 409, 425, 429}
 

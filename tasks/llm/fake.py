@@ -2,7 +2,7 @@
 
 It implements the ``LLM`` protocol from queues of answers, so a role's logic can be
 tested without a server.  It is a fake of the *interface*, not of ``openai``: tests that
-care about the wire (formats, repair, errors) use ``artoo.scripted_llm`` instead.
+care about the wire (formats, repair, errors) use ``artoo.tasks.llm.scripted_server`` instead.
 
 A queued item may be an answer model, a dict (validated against the schema), a callable
 taking the messages (for answers that depend on the prompt, e.g. parallel subtasks), or
@@ -15,8 +15,8 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from config.protocol import Answer, ExecutionAnswer
-from tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolCallRequest, ToolTurn, answer_model, tier_of
+from artoo.config.protocol import Answer, ExecutionAnswer
+from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolCallRequest, ToolTurn, answer_model, tier_of
 
 
 class ScriptExhausted(AssertionError):

@@ -15,8 +15,8 @@ from functools import cache
 from openai.lib._pydantic import to_strict_json_schema
 from pydantic import ValidationError
 
-from config.protocol import Answer
-from tasks.llm.base import answer_model
+from artoo.config.protocol import Answer
+from artoo.tasks.llm.base import answer_model
 
 MODES = ("json_schema", "json_object_schema", "json_object")
 """Structured-output modes, best first: OpenAI strict json_schema; llama.cpp's json_object

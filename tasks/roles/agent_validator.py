@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from config.contracts import (
+from artoo.config.contracts import (
     CorrectionSignal,
     CriterionVerdict,
     ExecutionResult,
@@ -21,8 +21,8 @@ from config.contracts import (
     SubTask,
     SubTaskOutcome,
 )
-from config.protocol import AgentVerdict
-from tasks.roles.prompting import align_verdicts, cap, fence_untrusted, numbered, system, user
+from artoo.config.protocol import AgentVerdict
+from artoo.tasks.roles.prompting import align_verdicts, cap, fence_untrusted, numbered, system, user
 
 CONTEXT_CHARS = 2000
 """Characters of the subtask context shown to the validator."""

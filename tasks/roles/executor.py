@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 
-from config.contracts import CorrectionSignal, ExecutionResult, SubTask
-from tasks.roles.prompting import fence_untrusted, numbered, system, user
+from artoo.config.contracts import CorrectionSignal, ExecutionResult, SubTask
+from artoo.tasks.roles.prompting import fence_untrusted, numbered, system, user
 
 ROLE = """Role R3, Executor. Carry out ONE subtask by calling tools, then report honestly.
 Tool priority chain (use the highest applicable tool):

@@ -12,15 +12,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from config.contracts import (
+from artoo.config.contracts import (
     CriterionVerdict,
     DispatchManifest,
     OutcomeSummary,
     ReplanRequest,
     SubTaskOutcome,
 )
-from config.protocol import TaskVerdict
-from tasks.roles.prompting import (
+from artoo.config.protocol import TaskVerdict
+from artoo.tasks.roles.prompting import (
     align_verdicts,
     as_text,
     cap,

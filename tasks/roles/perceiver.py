@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import re
 
-from config.contracts import TaskSpec
-from config.errors import ConfigurationError
-from tasks.roles.prompting import fence_untrusted, system, user
+from artoo.config.contracts import TaskSpec
+from artoo.config.errors import ConfigurationError
+from artoo.tasks.roles.prompting import fence_untrusted, system, user
 
 HISTORY_TURNS = 5
 """Session context: the last this-many {input, summary} pairs."""

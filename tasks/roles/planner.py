@@ -10,9 +10,9 @@ The prompt is built by pure functions so it can be inspected without a model.
 
 from __future__ import annotations
 
-from config.contracts import PlanDirective, TaskSpec
-from config.protocol import PlanAnswer
-from tasks.roles.prompting import fence_untrusted, system, user
+from artoo.config.contracts import PlanDirective, TaskSpec
+from artoo.config.protocol import PlanAnswer
+from artoo.tasks.roles.prompting import fence_untrusted, system, user
 
 TOOLS = """Tools the executor has, in priority order (it picks the highest applicable):
 1. locate — find personal files anywhere in the user's home (fast index). Use for files outside the project.

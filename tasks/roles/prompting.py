@@ -14,8 +14,8 @@ import json
 import re
 from typing import Any
 
-from config.contracts import Criterion, CriterionVerdict
-from config.protocol import VerdictAnswer
+from artoo.config.contracts import Criterion, CriterionVerdict
+from artoo.config.protocol import VerdictAnswer
 
 LAWS = """You are one role inside artoo, a self-correcting task agent on the user's machine.
 The Four Laws, strict priority (a lower law never overrides a higher one):

@@ -4,9 +4,9 @@
 irreversible action it could take.
 """
 
-from tasks.tools.box import ToolBox
-from tasks.tools.models import Gate, PendingAction, ToolError, ToolResult
-from tasks.tools.text import HeadTailBuffer, first_n, head_tail, headTail
+from artoo.tasks.tools.box import ToolBox
+from artoo.tasks.tools.models import Gate, PendingAction, ToolError, ToolResult
+from artoo.tasks.tools.text import HeadTailBuffer, first_n, head_tail, headTail
 
 __all__ = ["Gate", "HeadTailBuffer", "PendingAction", "ToolBox", "ToolError", "ToolResult", "first_n",
            "head_tail", "headTail"]

@@ -25,14 +25,14 @@ import logging
 import os
 from pathlib import Path
 
-from config.settings import Settings
-from tasks.policy import judge_command, judge_write, real_exists
-from tasks.tools import files, sandbox, shell
-from tasks.tools.locate import locate
-from tasks.tools.models import Gate, PendingAction, ToolError, ToolResult
-from tasks.tools.specs import PRIMARY, SPECS
-from tasks.tools.text import first_n, head_tail
-from tasks.tools.web import DDG_URL, web_search
+from artoo.config.settings import Settings
+from artoo.tasks.law1.judge import judge_command, judge_write, real_exists
+from artoo.tasks.tools import files, sandbox, shell
+from artoo.tasks.tools.locate import locate
+from artoo.tasks.tools.models import Gate, PendingAction, ToolError, ToolResult
+from artoo.tasks.tools.specs import PRIMARY, SPECS
+from artoo.tasks.tools.text import first_n, head_tail
+from artoo.tasks.tools.web import DDG_URL, web_search
 
 
 class ToolBox:

@@ -19,7 +19,7 @@ import os
 import stat
 from pathlib import Path
 
-from tasks.tools.models import ToolError
+from artoo.tasks.tools.models import ToolError
 
 READ_CAP = 1_000_000
 GLOB_CAP = 500

@@ -18,9 +18,9 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.policy_shell import ParseError, parse
-from tasks.tools.sandbox import Sandbox, wrap
-from tasks.tools.text import HeadTailBuffer
+from artoo.tasks.law1.parse import ParseError, parse
+from artoo.tasks.tools.sandbox import Sandbox, wrap
+from artoo.tasks.tools.text import HeadTailBuffer
 
 CHUNK = 65_536
 MAXDEPTH = re.compile(r"[ \t]+-maxdepth[ \t]+\d+(?=[\s;&|)]|$)")

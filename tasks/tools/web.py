@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 
 import httpx
 
-from tasks.tools.models import ToolError
+from artoo.tasks.tools.models import ToolError
 
 DDG_URL = "https://html.duckduckgo.com/html/"
 SEARCH_TIMEOUT_S = 8.0

@@ -77,9 +77,9 @@ def the_scenario() -> dict:
 
 def seed_memory(home: Path) -> dict[str, str]:
     """One Megram to forget, one C rule its pair's experience contradicts, one pair ripe for a rule."""
-    from config.contracts import Megram
-    from config.settings import MemoryParams
-    from memory.store import MemoryStore
+    from artoo.config.contracts import Megram
+    from artoo.config.settings import MemoryParams
+    from artoo.memory.store import MemoryStore
 
     now = datetime.now(UTC)
 
@@ -107,7 +107,7 @@ def seed_memory(home: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def control_room(e2e_server, tmp_path_factory) -> Room:
     """Serve the deployments, run artoo-task from its deployment, wait for it; stop serving at the end."""
-    from artoo.scripted_llm import ScriptedLLMServer
+    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
 
     base = tmp_path_factory.mktemp("control-room")
     home, workspace = base / "home", base / "workspace"
@@ -203,8 +203,8 @@ def test_every_role_message_is_an_artoo_event_and_only_the_top_run_sends_heartbe
 
 
 def test_the_dreamer_run_forgets_demotes_and_distils_and_reports_it(control_room: Room, background_runs: dict):
-    from config.settings import MemoryParams
-    from memory.store import MemoryStore
+    from artoo.config.settings import MemoryParams
+    from artoo.memory.store import MemoryStore
 
     assert background_runs["dreamer"].state.is_completed()
     with api(control_room.api_url) as client:
@@ -223,8 +223,8 @@ def test_the_dreamer_run_forgets_demotes_and_distils_and_reports_it(control_room
 
 
 def test_the_auditor_run_logs_every_message_and_publishes_its_report(control_room: Room, background_runs: dict):
-    from tasks.audit.chain import verify
-    from tasks.audit.log import AuditPaths
+    from artoo.tasks.audit.chain import verify
+    from artoo.tasks.audit.log import AuditPaths
 
     assert background_runs["auditor"].state.is_completed()
     with api(control_room.api_url) as client:

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from config.errors import ConfigurationError
-from flows.deployments import auditor_parameters, require_api_url, runner_deployments, specs
+from artoo.config.errors import ConfigurationError
+from artoo.flows.deployments import auditor_parameters, require_api_url, runner_deployments, specs
 from tests.e2e.helpers import REPO, api, artifact, artoo, child_env, stop, wait_final, wait_for
 
 PREFECT = str(Path(sys.executable).with_name("prefect"))
@@ -34,7 +34,7 @@ def yaml_deployments() -> dict[str, dict]:
 
 
 def test_prefect_yaml_declares_exactly_what_artoo_serve_serves(artoo_env):
-    from config.settings import load_settings
+    from artoo.config.settings import load_settings
 
     declared = yaml_deployments()
     ours = {s.name: s for s in specs(load_settings())}
@@ -51,7 +51,7 @@ def test_prefect_yaml_declares_exactly_what_artoo_serve_serves(artoo_env):
 
 
 def test_the_served_deployments_carry_form_schedule_and_limit(artoo_env):
-    from config.settings import load_settings
+    from artoo.config.settings import load_settings
 
     settings = load_settings()
     served = {d.name: d for d in runner_deployments(settings)}

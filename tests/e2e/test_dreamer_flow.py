@@ -14,11 +14,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from config.contracts import Megram
-from config.errors import ArtooError, LLMOutputError
-from config.protocol import Consolidation
-from flows.dreamer import EVIDENCE_LINES, consolidation_messages, has_brain, llm_distil, report_markdown
-from memory.dreamer import DreamReport
+from artoo.config.contracts import Megram
+from artoo.config.errors import ArtooError, LLMOutputError
+from artoo.config.protocol import Consolidation
+from artoo.flows.dreamer import EVIDENCE_LINES, consolidation_messages, has_brain, llm_distil, report_markdown
+from artoo.memory.dreamer import DreamReport
 
 AT = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
@@ -116,7 +116,7 @@ def test_a_failed_distillation_surfaces_as_the_artoo_error_dream_records(loop_in
     ({"TOOL_BASE_URL": "http://127.0.0.1:9/v1", "TOOL_MODEL": "m"}, False),
 ])
 def test_consolidation_needs_a_brain_endpoint(artoo_env, monkeypatch, env, expected):
-    from config.settings import load_settings
+    from artoo.config.settings import load_settings
 
     for key, value in env.items():
         monkeypatch.setenv(key, value)

@@ -21,10 +21,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from artoo.scripted_llm import ScriptedLLMServer
-from memory.store import MemoryStore
-from tasks.audit.chain import verify
-from tasks.audit.log import AuditPaths, iter_records
+from artoo.memory.store import MemoryStore
+from artoo.tasks.audit.chain import verify
+from artoo.tasks.audit.log import AuditPaths, iter_records
+from artoo.tasks.llm.scripted_server import ScriptedLLMServer
 from tests.reliability.helpers import ARTOO, ROOT, case_env, clear_outcome
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 from tests.test_memory_stress import DREAMER, _spawn, _template
@@ -133,7 +133,7 @@ def test_sigkill_mid_round_loses_nothing_acknowledged_and_a_restart_is_clean(tmp
     assert after[: len(before)] == before and after[-1]["message"] == "final_result"
     assert {r["task_id"] for r in after} >= {"before_the_kill", "after_the_kill"}
 
-    from flows.auditor import auditor  # the standing Auditor catches up on what the killed run published
+    from artoo.flows.auditor import auditor  # the standing Auditor catches up on what the killed run published
 
     asyncio.run(auditor(run_for_s=0))
     caught = [r for r in audit_records(home) if r["task_id"] == "killed_mid_round"]

@@ -16,13 +16,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from config.contracts import CriterionVerdict, Megram, OutcomeSummary, ReplanRequest, SubTaskOutcome
-from config.settings import GGSParams
-from memory.potentials import kernel, live_attention, reference_potentials
-from memory.store import MemoryStore
-from tasks.ggs import distance, implausibility, loss, resource_cost
-from tasks.ggs_controller import GGSController
-from tasks.policy import judge_command
+from artoo.config.contracts import CriterionVerdict, Megram, OutcomeSummary, ReplanRequest, SubTaskOutcome
+from artoo.config.settings import GGSParams
+from artoo.memory.potentials import kernel, live_attention, reference_potentials
+from artoo.memory.store import MemoryStore
+from artoo.tasks.ggs.controller import GGSController
+from artoo.tasks.ggs.maths import distance, implausibility, loss, resource_cost
+from artoo.tasks.law1.judge import judge_command
 from tests.test_policy import CATEGORY, CWD, NAME, TEMPLATES, _existing_e
 
 T0 = datetime(2025, 6, 1, tzinfo=UTC)

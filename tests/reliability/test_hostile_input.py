@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.audit.chain import verify
-from tasks.audit.log import AuditPaths, iter_records
+from artoo.tasks.audit.chain import verify
+from artoo.tasks.audit.log import AuditPaths, iter_records
 from tests.conftest import final_from, run_cli
 from tests.reliability.helpers import Case, clear_outcome, run_cases
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from memory.store import MemoryStore
-from tasks.audit.chain import verify
-from tasks.audit.log import AuditPaths, iter_records
+from artoo.memory.store import MemoryStore
+from artoo.tasks.audit.chain import verify
+from artoo.tasks.audit.log import AuditPaths, iter_records
 from tests.reliability.helpers import Case, Ran, clear_outcome, run_cases
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from memory.store import MemoryStore
-from tasks.audit.chain import verify
-from tasks.audit.log import AuditPaths, iter_records
+from artoo.memory.store import MemoryStore
+from artoo.tasks.audit.chain import verify
+from artoo.tasks.audit.log import AuditPaths, iter_records
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 
 pytestmark = [pytest.mark.usefixtures("prefect_api"), pytest.mark.slow]
@@ -43,7 +43,7 @@ def load_scenario() -> dict:
 
 
 async def timed_runs(workspace: Path) -> list[tuple[dict, float]]:
-    from flows.task_flow import artoo_task
+    from artoo.flows.task_flow import artoo_task
 
     async def one(i: int) -> tuple[dict, float]:
         started = time.perf_counter()
@@ -58,8 +58,8 @@ def p95(values: list[float]) -> float:
 
 
 def test_twenty_concurrent_runs_all_finish_store_once_and_are_all_audited(scripted, artoo_env: Path, capsys):
-    from flows.auditor import PublishedTap, observe_run
-    from tasks.bus import add_tap, remove_tap
+    from artoo.flows.auditor import PublishedTap, observe_run
+    from artoo.tasks.bus import add_tap, remove_tap
 
     scripted(load_scenario())
     published, started = PublishedTap(), datetime.now(UTC)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import load_settings
-from tasks.tools import ToolBox
+from artoo.config.settings import load_settings
+from artoo.tasks.tools import ToolBox
 from tests.test_tools import Gate, run
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import load_settings
-from tasks.tools import ToolBox
-from tasks.tools.sandbox import (
+from artoo.config.settings import load_settings
+from artoo.tasks.tools import ToolBox
+from artoo.tasks.tools.sandbox import (
     Limits,
     bwrap_argv,
     bwrap_problem,

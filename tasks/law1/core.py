@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tasks.policy_shell import PLACEHOLDER, Simple
+from artoo.tasks.law1.parse import PLACEHOLDER, Simple
 
 STDIN = "__ARTOO_STDIN__"
 """Operand standing for the items xargs reads from stdin."""
@@ -62,7 +62,7 @@ class Ctx:
     depth: int = 0
     seen: list[str] = field(default_factory=list)
     known: dict[str, str] = field(default_factory=dict)
-    """Shell variables the script itself set to literal values, as far as the text tells (policy_vars)."""
+    """Shell variables the script itself set to literal values, as far as the text tells (variables)."""
 
     def child(self, via: str, **changes) -> Ctx:
         """The context of a wrapped command (sudo, xargs, find -exec, sh -c …)."""

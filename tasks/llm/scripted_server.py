@@ -284,9 +284,9 @@ def serve_forever(scenario: Scenario | dict | str | Path, port: int = 8765, host
     uvicorn.Server(server._config()).run()
 
 
-if __name__ == "__main__":  # python -m artoo.scripted_llm scenario.json [port]
+if __name__ == "__main__":  # python -m artoo.tasks.llm.scripted_server scenario.json [port]
     import sys
 
     if len(sys.argv) not in (2, 3):
-        sys.exit("usage: python -m artoo.scripted_llm SCENARIO.json [PORT]")
+        sys.exit("usage: python -m artoo.tasks.llm.scripted_server SCENARIO.json [PORT]")
     serve_forever(sys.argv[1], int(sys.argv[2]) if len(sys.argv) == 3 else 8765)

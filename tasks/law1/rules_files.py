@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from tasks.policy_core import (
+from artoo.tasks.law1.core import (
     FOUND,
     Ctx,
     Danger,

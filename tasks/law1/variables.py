@@ -3,7 +3,7 @@
 ``URL=https://example.com/a; curl "$URL"`` sends nothing computed: the script set URL to
 a literal a moment before.  Any other ``$NAME`` (``$HOME``, ``$1``, a variable from the
 environment, one assigned ``$( … )``) may hold local data the policy cannot see, and a
-network tool sending it counts as sending computed data (``policy_exfil``).  Knowing a
+network tool sending it counts as sending computed data (``rules_exfil``).  Knowing a
 value must never be wrong, so the tracking is deliberately narrow:
 
 * only a plain top-level ``NAME=literal`` (or ``export NAME=literal`` …) teaches a value —
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 
-from tasks.policy_core import STDIN
-from tasks.policy_shell import PLACEHOLDER, Simple, strip_prefix
+from artoo.tasks.law1.core import STDIN
+from artoo.tasks.law1.parse import PLACEHOLDER, Simple, strip_prefix
 
 EXPANSION = re.compile(r"\$(?:\{([^}]*)\}|([A-Za-z_]\w*)|([0-9@*#?$!-]))")
 """``${…}``, ``$NAME`` or a special parameter (``$1``, ``$@``, ``$$`` …); not ``$'…'`` nor ``$"…"``."""

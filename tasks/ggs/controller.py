@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from config.contracts import (
+from artoo.config.contracts import (
     CriterionVerdict,
     FinalResult,
     Loss,
@@ -28,9 +28,9 @@ from config.contracts import (
     ReplanRequest,
     SubTaskOutcome,
 )
-from config.settings import GGSParams, load_settings
-from memory.tags import ENV_LOCAL, intent_space, path_entity, tool_space
-from tasks.ggs import (
+from artoo.config.settings import GGSParams, load_settings
+from artoo.memory.tags import ENV_LOCAL, intent_space, path_entity, tool_space
+from artoo.tasks.ggs.maths import (
     ACTION_STATES,
     LOGICAL_STATES,
     QUANTIZATION,

@@ -7,7 +7,7 @@ on this machine, the command is irreversible: a command substitution (``$( … )
 backticks), an input process substitution ``<( … )``, the items xargs reads from stdin,
 the names find hands to ``-exec``, or a ``$NAME`` whose value the policy cannot know.
 Why variables count: ``$HOME`` or an inherited ``$TOKEN`` is local data as much as
-``$(whoami)`` is; only a variable the same script set to a literal (``policy_vars``) is
+``$(whoami)`` is; only a variable the same script set to a literal (``variables``) is
 known text.  That rule applies to network tools only — ``echo $HOME`` sends nothing.
 Words do not remember their quoting, so a single-quoted ``'$X'`` or ``'$(…)'`` counts too
 (Law 1 over-asks rather than under-asks); option values that stay on this machine
@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from tasks.policy_core import FOUND, STDIN, Ctx, Danger, Options, danger, describe_target, parse_options
-from tasks.policy_files import is_remote
-from tasks.policy_net import CURL_LONG, CURL_VALUES, url_host
-from tasks.policy_shell import PLACEHOLDER
-from tasks.policy_vars import RAW_SUBSTITUTION, unknown_expansion
+from artoo.tasks.law1.core import FOUND, STDIN, Ctx, Danger, Options, danger, describe_target, parse_options
+from artoo.tasks.law1.parse import PLACEHOLDER
+from artoo.tasks.law1.rules_files import is_remote
+from artoo.tasks.law1.rules_net import CURL_LONG, CURL_VALUES, url_host
+from artoo.tasks.law1.variables import RAW_SUBSTITUTION, unknown_expansion
 
 Sends = Callable[[list[str]], tuple[list[str], list[str]] | None]
 """A tool's words → (the words it sends to another host, the hosts), or None when it contacts none."""

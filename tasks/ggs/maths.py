@@ -4,7 +4,7 @@ Why a module of plain functions: the GGS is the controller of the medium loop, a
 controller whose arithmetic hides behind I/O cannot be checked cell by cell against the
 spec's 24-cell table.  Everything here is pure and exact; the per-task state machine
 that uses it (L_prev, the Law-2 counter, accumulated blocked targets) lives in
-``tasks.ggs_controller``.
+``artoo.tasks.ggs.controller``.
 
 Inputs are the spec's contracts (``SubTaskOutcome``, ``CriterionVerdict``).  D counts
 *every* criterion verdict — matched and failed subtasks and the task-level verdicts —
@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 
-from config.contracts import CriterionVerdict, SubTaskOutcome
-from config.settings import GGSParams, load_settings
+from artoo.config.contracts import CriterionVerdict, SubTaskOutcome
+from artoo.config.settings import GGSParams, load_settings
 
 MACRO_STATES: tuple[str, ...] = (
     "abandon", "success", "break_symmetry", "change_approach", "change_path", "refine",

@@ -1,6 +1,6 @@
 """The GGS as a Prefect task: one line per round, a loss-trajectory table, memory writes.
 
-The controller (tasks.ggs_controller) decides; this wrapper makes the decision legible
+The controller (artoo.tasks.ggs.controller) decides; this wrapper makes the decision legible
 in the Prefect UI (a log line with D, P, Ω, L, ∇L, directive, urgency, blocked tools and
 targets; a table artifact ``ggs-<task_id>`` updated every round), publishes the
 PlanDirective or FinalResult on the bus, and hands the Megrams to the memory store
@@ -14,9 +14,9 @@ from prefect.artifacts import acreate_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 
-from config.contracts import OutcomeSummary, ReplanRequest
-from tasks.ggs_controller import GGSController, GGSDecision
-from tasks.runtime import get_runtime
+from artoo.config.contracts import OutcomeSummary, ReplanRequest
+from artoo.tasks.ggs.controller import GGSController, GGSDecision
+from artoo.tasks.runtime import get_runtime
 
 
 def artifact_key(prefix: str, task_id: str) -> str:

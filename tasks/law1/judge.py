@@ -19,9 +19,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from tasks.policy_core import Ctx, Danger, exists_state, resolve, system_targets
-from tasks.policy_rules import judge_argv, judge_script
-from tasks.policy_shell import ParseError, parse
+from artoo.tasks.law1.core import Ctx, Danger, exists_state, resolve, system_targets
+from artoo.tasks.law1.parse import ParseError, parse
+from artoo.tasks.law1.rules import judge_argv, judge_script
 
 Exists = Callable[[Path], bool]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable
 
-from tasks.policy_core import (
+from artoo.tasks.law1.core import (
     Ctx,
     Danger,
     danger,
@@ -21,7 +21,7 @@ from tasks.policy_core import (
     targets_text,
     write_dangers,
 )
-from tasks.policy_files import is_remote
+from artoo.tasks.law1.rules_files import is_remote
 
 Rule = Callable[[list[str], Ctx], list[Danger]]
 

@@ -3,10 +3,10 @@
 ``judge_script`` walks every simple command of a parsed line (and every substitution it
 hides), follows ``cd`` so relative paths resolve where they would, and judges
 redirections.  ``judge_argv`` looks the command up in the rule tables of
-``policy_files``, ``policy_net`` and ``policy_system``; wrappers (sudo, env, nohup, timeout, xargs,
+``rules_files``, ``rules_net`` and ``rules_system``; wrappers (sudo, env, nohup, timeout, xargs,
 ``sh -c``, eval, ``python -c`` …) are unwrapped here and the wrapped command judged
-with the same rules, so hiding a command never makes it safer.  ``policy_exfil`` adds its
-rule to every command; ``policy_vars`` follows the variables a script sets, command by command.
+with the same rules, so hiding a command never makes it safer.  ``rules_exfil`` adds its
+rule to every command; ``variables`` follows the variables a script sets, command by command.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from tasks import policy_exfil, policy_files, policy_net, policy_system, policy_vars
-from tasks.policy_core import (
+from artoo.tasks.law1 import rules_exfil, rules_files, rules_net, rules_system, variables
+from artoo.tasks.law1.core import (
     STDIN,
     Ctx,
     Danger,
@@ -26,7 +26,7 @@ from tasks.policy_core import (
     targets_text,
     write_dangers,
 )
-from tasks.policy_shell import PLACEHOLDER, ParseError, Simple, parse, strip_prefix
+from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, Simple, parse, strip_prefix
 
 MAX_DEPTH = 12
 Rule = Callable[[list[str], Ctx], list[Danger]]
@@ -41,7 +41,7 @@ def judge_script(text: str, ctx: Ctx) -> list[Danger]:
     except ParseError as exc:
         return [Danger("cannot parse", text[:60], f"is not valid shell ({exc})", [])]
     ctx = replace(ctx)  # ``cd`` and the known variables move on this copy only
-    scope = policy_vars.Scope(script.commands, ctx.known)
+    scope = variables.Scope(script.commands, ctx.known)
     pending = dict(enumerate(script.substitutions))
     dangers: list[Danger] = []
     for simple in script.commands:
@@ -93,7 +93,7 @@ def judge_argv(words: list[str], ctx: Ctx) -> list[Danger]:
     if words[1:] in (["--help"], ["--version"], ["-h"]):
         return []
     rule = rule_for(name)
-    return (rule(words, ctx) if rule else []) + policy_exfil.judge(name, words, ctx)
+    return (rule(words, ctx) if rule else []) + rules_exfil.judge(name, words, ctx)
 
 
 def rule_for(name: str) -> Rule | None:
@@ -104,7 +104,7 @@ def rule_for(name: str) -> Rule | None:
         return _python
     if re.fullmatch(r"(bash|sh|zsh|dash|ksh|mksh|ash|fish)[0-9.]*", name):
         return _shell
-    return policy_system.family_rule(name)
+    return rules_system.family_rule(name)
 
 
 # ---------------------------------------------------------------- wrappers
@@ -253,9 +253,9 @@ def _python(words: list[str], ctx: Ctx) -> list[Danger]:
                 value = arg[k + 1:] or (args[i + 1] if i + 1 < len(args) else "")
                 rest = args[i + (1 if arg[k + 1:] else 2):]
                 if letter == "c":
-                    return policy_system.judge_code(value, words, ctx)
+                    return rules_system.judge_code(value, words, ctx)
                 if value in ("pip", "pip3"):
-                    return policy_system.RULES["pip"](["pip", *rest], ctx.child(f"{words[0]} -m pip"))
+                    return rules_system.RULES["pip"](["pip", *rest], ctx.child(f"{words[0]} -m pip"))
                 return []
             if letter in "WX" and k == len(arg) - 1:
                 i += 1
@@ -274,7 +274,7 @@ def _perl(words: list[str], ctx: Ctx) -> list[Danger]:
     code = next((args[k + 1] for k, a in enumerate(args[:-1]) if a.startswith("-") and a[-1] in "eE"),
                 None)
     if code is not None:
-        dangers += policy_system.judge_code(code, words, ctx)
+        dangers += rules_system.judge_code(code, words, ctx)
     return dangers
 
 
@@ -289,15 +289,15 @@ def _code_flag(flags: tuple[str, ...]) -> Rule:
     def rule(words: list[str], ctx: Ctx) -> list[Danger]:
         args = words[1:]
         code = next((args[k + 1] for k, a in enumerate(args[:-1]) if a in flags), None)
-        return policy_system.judge_code(code, words, ctx) if code is not None else []
+        return rules_system.judge_code(code, words, ctx) if code is not None else []
 
     return rule
 
 
 RULES: dict[str, Rule] = {
-    **policy_files.RULES,
-    **policy_net.RULES,
-    **policy_system.RULES,
+    **rules_files.RULES,
+    **rules_net.RULES,
+    **rules_system.RULES,
     "sudo": _privileged, "doas": _privileged, "pkexec": _privileged, "su": _privileged,
     "env": _env, "timeout": _wrapped("sk", ("--signal", "--kill-after"), leading=1),
     "xargs": _xargs, "parallel": _xargs, "eval": _eval,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from tasks import policy_exfil
-from tasks.policy_core import Ctx, Danger, danger
+from artoo.tasks.law1 import rules_exfil
+from artoo.tasks.law1.core import Ctx, Danger, danger
 
 Rule = Callable[[list[str], Ctx], list[Danger]]
 
@@ -295,7 +295,7 @@ def judge_code(code: str, words: list[str], ctx: Ctx) -> list[Danger]:
     """Best effort on inline interpreter code: dangerous calls, and shell commands it runs."""
     dangers = [danger(cat, words, f"runs inline code that {what}", [], ctx)
                for pattern, cat, what in CODE_PATTERNS if re.search(pattern, code)]
-    dangers += policy_exfil.code_dangers(code, words, ctx)
+    dangers += rules_exfil.code_dangers(code, words, ctx)
     literal = SUBPROCESS.search(code)
     if literal:
         text = literal.group(4)
