@@ -20,7 +20,6 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from artoo.tasks.law1.core import Ctx, Danger, exists_state, resolve, system_targets
-from artoo.tasks.law1.parse import ParseError, parse
 from artoo.tasks.law1.rules import judge_argv, judge_script
 
 Exists = Callable[[Path], bool]
@@ -43,11 +42,6 @@ def judge_command(command: str, cwd: Path, exists: Exists | None = None) -> Poli
     """Judge a shell command line run in ``cwd``; relative paths resolve against it."""
     if not command.strip():
         return PolicyVerdict(irreversible=False, reason="empty command: nothing runs")
-    try:
-        parse(command)
-    except ParseError as exc:
-        return PolicyVerdict(irreversible=True, reason=f"cannot parse: {exc}; an unreadable command is "
-                             "treated as irreversible")
     ctx = _root_ctx(cwd, exists)
     dangers = judge_script(command, ctx)
     return _verdict(dangers, ctx.seen)

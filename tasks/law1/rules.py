@@ -26,7 +26,7 @@ from artoo.tasks.law1.core import (
     targets_text,
     write_dangers,
 )
-from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, Simple, parse, strip_prefix
+from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, Script, Simple, parse, strip_prefix
 
 MAX_DEPTH = 12
 Rule = Callable[[list[str], Ctx], list[Danger]]
@@ -39,7 +39,13 @@ def judge_script(text: str, ctx: Ctx) -> list[Danger]:
     try:
         script = parse(text)
     except ParseError as exc:
-        return [Danger("cannot parse", text[:60], f"is not valid shell ({exc})", [])]
+        unread = Danger("cannot parse", text[:60], f"is not valid shell ({exc}); an unreadable command is "
+                        "treated as irreversible", [])
+        return [unread, *_judge_parsed(parse(text, partial=True), ctx)]
+    return _judge_parsed(script, ctx)
+
+
+def _judge_parsed(script: Script, ctx: Ctx) -> list[Danger]:
     ctx = replace(ctx)  # ``cd`` and the known variables move on this copy only
     scope = variables.Scope(script.commands, ctx.known)
     pending = dict(enumerate(script.substitutions))
