@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from artoo.tasks.law1 import rules_exfil, rules_files, rules_net, rules_system, variables
+from artoo.tasks.law1 import rules_code, rules_daemon, rules_exfil, rules_files, rules_net, rules_system, variables
 from artoo.tasks.law1.core import (
     STDIN,
     Ctx,
@@ -239,7 +239,7 @@ def _shell(words: list[str], ctx: Ctx) -> list[Danger]:
     if has_c:
         return ctx.recurse_text(operands[0], ctx.child(f"{words[0]} -c")) if operands else []
     if operands and operands[0] not in ("-", "--", "-s"):
-        return []  # runs a script file, which this text-only judge cannot read
+        return rules_code.runs_file(words, operands[0], ctx)  # a script file: its text is not the command's
     script = _find_in_shell_stdin(ctx)
     if script is not None:
         return ctx.recurse_text(script, ctx.child(f"{words[0]} (stdin)"))
@@ -266,6 +266,18 @@ def _python(words: list[str], ctx: Ctx) -> list[Danger]:
             if letter in "WX" and k == len(arg) - 1:
                 i += 1
         i += 1
+    if i < len(args) and args[i] != "-":
+        return rules_code.runs_file(words, args[i], ctx)
+    return _stdin_code(words, ctx)
+
+
+def _stdin_code(words: list[str], ctx: Ctx) -> list[Danger]:
+    """An interpreter without a script reads its program from stdin: judge it when the text shows it."""
+    script = _find_in_shell_stdin(ctx)
+    if script is not None:
+        return rules_system.judge_code(script, words, ctx)
+    if ctx.simple is not None and ctx.simple.pipe_from is not None:
+        return [danger(rules_code.RUNS, words, "runs code read from stdin, which cannot be judged", [], ctx)]
     return []
 
 
@@ -281,6 +293,9 @@ def _perl(words: list[str], ctx: Ctx) -> list[Danger]:
                 None)
     if code is not None:
         dangers += rules_system.judge_code(code, words, ctx)
+    elif not dangers:
+        script = rules_code.first_operand(args, ("-I", "-M", "-m"))
+        dangers += rules_code.runs_file(words, script, ctx) if script not in (None, "-") else []
     return dangers
 
 
@@ -291,19 +306,23 @@ def _flock(words: list[str], ctx: Ctx) -> list[Danger]:
     return _wrapped("w", ("--timeout",), leading=1)(words, ctx)
 
 
-def _code_flag(flags: tuple[str, ...]) -> Rule:
-    def rule(words: list[str], ctx: Ctx) -> list[Danger]:
-        args = words[1:]
-        code = next((args[k + 1] for k, a in enumerate(args[:-1]) if a in flags), None)
-        return rules_system.judge_code(code, words, ctx) if code is not None else []
+def _code_flag(flags: tuple[str, ...], valued: tuple[str, ...] = ()) -> Rule:
+    """ruby -e, node -e …: inline code judged best effort; a script file runs unseen (rules_code)."""
+    return rules_code.interpreter(flags, valued, inline=rules_system.judge_code)
 
-    return rule
+
+def _package_manager(words: list[str], ctx: Ctx) -> list[Danger]:
+    """npm/pnpm/yarn/bun: installs and publishes (rules_system), scripts and fetched code (rules_code)."""
+    return rules_system.RULES["npm"](words, ctx) + rules_code.package_scripts(words, ctx)
 
 
 RULES: dict[str, Rule] = {
     **rules_files.RULES,
     **rules_net.RULES,
     **rules_system.RULES,
+    **rules_code.RULES,
+    **rules_daemon.RULES,
+    **{n: _package_manager for n in ("npm", "pnpm", "yarn", "bun")},
     "sudo": _privileged, "doas": _privileged, "pkexec": _privileged, "su": _privileged,
     "env": _env, "timeout": _wrapped("sk", ("--signal", "--kill-after"), leading=1),
     "xargs": _xargs, "parallel": _xargs, "eval": _eval,
@@ -316,6 +335,8 @@ RULES: dict[str, Rule] = {
     "strace": _wrapped("oespEu"), "ltrace": _wrapped("oesEu"),
     "taskset": _wrapped("", (), leading=1), "chrt": _wrapped("", (), leading=1),
     "flock": _flock,
-    "perl": _perl, "ruby": _code_flag(("-e",)), "node": _code_flag(("-e", "--eval", "-p", "--print")),
-    "php": _code_flag(("-r",)), "lua": _code_flag(("-e",)), "osascript": _code_flag(("-e",)),
+    "perl": _perl, "ruby": _code_flag(("-e",), ("-I", "-r")),
+    "node": _code_flag(("-e", "--eval", "-p", "--print"), ("-r", "--require", "--import")),
+    "nodejs": _code_flag(("-e", "--eval", "-p", "--print"), ("-r", "--require", "--import")),
+    "php": _code_flag(("-r",), ("-c", "-d")), "lua": _code_flag(("-e",)), "osascript": _code_flag(("-e",)),
 }
