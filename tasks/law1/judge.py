@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from artoo.tasks.law1.core import Ctx, Danger, exists_state, resolve, system_targets
 from artoo.tasks.law1.rules import judge_argv, judge_script
-from artoo.tasks.law1.rules_daemon import DBUS_CLIENTS
+from artoo.tasks.law1.rules_daemon import DAEMON_CLIENTS
 
 Exists = Callable[[Path], bool]
 
@@ -82,7 +82,7 @@ def judge_unobservable(command: str, cwd: Path, exists: Exists | None = None,
 
 def _daemon_tool(found: Danger) -> bool:
     name = found.command.split(" ", 1)[0].rsplit("/", 1)[-1]
-    return name in DBUS_CLIENTS
+    return name in DAEMON_CLIENTS
 
 
 def judge_write(path: Path, exists: Exists | None = None) -> PolicyVerdict:

@@ -169,7 +169,7 @@ class _Flattener:
         elif kind == "negated_command":
             self.statements(node, plain)
         elif kind == "compound_statement" and node.children[0].type == "((":
-            self.emit(["[[", self.substitution(node, SUB)], plain)  # dash reads ((…)) as nested subshells
+            self.emit(["test", self.substitution(node, SUB), self.text(node)], plain)  # dash: nested subshells
         elif kind in _NOT_PLAIN or kind == "ERROR":
             self.statements(node, False)
         elif kind == "function_definition":  # the body runs when called: later, maybe never, maybe often
@@ -184,8 +184,8 @@ class _Flattener:
         elif kind in ("variable_assignment", "variable_assignments"):
             parts = [c for c in node.children if c.is_named] if kind == "variable_assignments" else [node]
             self.emit([self.word(p) for p in parts], plain)
-        else:  # test_command, (( … )) and the like: only their substitutions run anything
-            self.emit(["[[", *self.substitutions_in(node)], plain)
+        else:  # [[ … ]] and the like: only their substitutions run; the text is kept for the variables
+            self.emit(["test", *self.substitutions_in(node), self.text(node)], plain)
 
     def header_and_body(self, node: Node) -> None:
         """A for/select/case header becomes a pseudo-command (its words, which run nothing); bodies nest."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from artoo.tasks.law1.core import Ctx, Danger, danger, exists_state, parse_options, targets_text
+from artoo.tasks.law1.core import Ctx, Danger, danger, exists_state, targets_text
 
 Rule = Callable[[list[str], Ctx], list[Danger]]
 DAEMON = "daemon"
@@ -51,10 +51,14 @@ def _drop_tool(words: list[str], ctx: Ctx) -> list[Danger]:
 
 def _sqlite(words: list[str], ctx: Ctx) -> list[Danger]:
     """sqlite3/duckdb edit a database file: irreversible unless it is new, in memory or read-only."""
-    opts = parse_options(words[1:], short_values="", long_values=("-cmd", "-init", "-separator"))
-    if opts.has("-readonly", "--readonly", "-version", "-help") or not opts.operands:
+    args = words[1:]
+    if any(a.lstrip("-") in ("readonly", "version", "help") for a in args):
         return []
-    database = opts.operands[0]
+    valued = {"-cmd", "-init", "-separator", "-newline", "-nullvalue", "-c", "-s"}
+    operands = [a for k, a in enumerate(args) if not a.startswith("-") and (k == 0 or args[k - 1] not in valued)]
+    if not operands:
+        return []
+    database = operands[0]
     if database == ":memory:" or exists_state(database, ctx) is False:
         return []
     return [danger("overwrite", words, f"runs SQL on database file {targets_text([database], ctx)}, which "
@@ -146,3 +150,5 @@ RULES: dict[str, Rule] = {
     **{n: _docker for n in ("docker", "podman", "nerdctl", "docker-compose", "podman-compose")},
     "kubectl": _kubectl, "oc": _kubectl,
 }
+DAEMON_CLIENTS = DBUS_CLIENTS | (set(RULES) - {"sqlite3", "sqlite", "duckdb"})
+"""Commands whose every danger is made by a daemon (a deletion included): what an overlay cannot see."""
