@@ -19,6 +19,7 @@ from artoo.tasks.law1.parse import parse
 from tests.test_policy import CWD, EXISTING
 
 PROJECT = EXISTING | {"/w/run.sh", "/w/tool.py", "/w/Makefile", "/w/package.json", "/w/app.db", "/w/t.pl",
+                      "/w/prog.awk",
                       "/w/sub"}
 
 
@@ -36,7 +37,11 @@ def exists(path: Path) -> bool:
     ("echo 'rm -rf x' | at now", "runs code"), ("echo 'import os; os.remove(1)' | python3", "deletion"),
     ("cat tool.py | python3", "runs code"), ("timeout 5 bash run.sh", "runs code"),
     ("bash $SCRIPT", "runs code"),
-    ("psql -c 'DELETE FROM t'", "daemon"), ("mongosh --eval 'db.dropDatabase()'", "daemon"),
+    ("psql -c 'DELETE FROM t'", "daemon"), ("mysql -e 'SELECT * FROM t INTO OUTFILE \"/tmp/x\"'", "daemon"),
+    ("psql -c 'SELECT pg_terminate_backend(42)'", "daemon"), ("psql -c 'SELECT 1; DROP TABLE t'", "daemon"),
+    ("psql -c \"SELECT * FROM t WHERE id=$ID\"", "daemon"), ("mysql --execute='SET GLOBAL x=1'", "daemon"),
+    ("psql -f migrate.sql", "daemon"), ("psql -c 'WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d'", "daemon"),
+    ("sqlite3 app.db 'SELECT 1; .shell rm x'", "overwrite"), ("mongosh --eval 'db.dropDatabase()'", "daemon"),
     ("redis-cli -h cache DEL k", "daemon"), ("redis-cli", "daemon"), ("dropdb shop", "daemon"),
     ("docker exec web rm -rf /data", "daemon"), ("docker compose up -d", "daemon"),
     ("docker run -v /home:/h alpine rm -rf /h", "daemon"), ("docker-compose restart", "daemon"),
@@ -44,7 +49,10 @@ def exists(path: Path) -> bool:
     ("sqlite3 app.db 'DROP TABLE t'", "overwrite"), ("kubectl apply -f x.yml", "network"),
     ("kubectl -n prod delete pod x", "network"), ("trap 'shred exists.txt' INT", "deletion"),
     ("coproc NAME { rm x; }", "deletion"), ("coproc (rm x)", "deletion"),
-    ("python3 -c 'print(1)' $(rm x)", "deletion"), ("((reboot))", "system"),
+    ("python3 -c 'print(1)' $(rm x)", "deletion"), ("awk '{system(\"rm \" $1)}' list", "runs code"),
+    ("awk '{print | \"sh\"}' list", "runs code"), ("awk '{print $2 > $1}' list", "overwrite"),
+    ("awk -f prog.awk list", "runs code"), ("gawk -i inplace '{sub(/a/, \"b\")} 1' notes.md", "overwrite"),
+    ("((reboot))", "system"),
 ])
 def test_irreversible(command: str, category: str) -> None:
     verdict = judge_command(command, CWD, exists)
@@ -56,11 +64,16 @@ def test_irreversible(command: str, category: str) -> None:
     "npx --version", "atq", "echo 'print(1)' | python3", "python3 <<< 'import os'",
     "at -l", "trap - EXIT", "trap -p", "trap 'echo bye' EXIT", "coproc cat",
     "redis-cli PING", "redis-cli -n 2 get k", "redis-cli --scan", "psql --version", "mysql --help",
-    "sqlite3 new.db 'CREATE TABLE t(x)'", "sqlite3 -readonly app.db 'SELECT 1'", "sqlite3 :memory:",
+    "sqlite3 new.db 'CREATE TABLE t(x)'", "psql -c 'SELECT count(*) FROM t WHERE x IN (1, 2)'",
+    "mysql -e 'SHOW DATABASES'", "mysql --execute='DESCRIBE t'", "psql -c '\\dt'",
+    "sqlite3 app.db 'SELECT name FROM sqlite_master;'", "sqlite3 app.db .tables",
+    "sqlite3 -readonly app.db 'SELECT 1'", "sqlite3 :memory:",
     "docker ps -a", "docker compose ps", "docker compose logs web", "docker image ls", "docker pull alpine",
     "docker build -t me/app .", "docker run --rm -p 80:80 nginx", "kubectl get pods -n prod",
     "kubectl -n prod logs web", "kubectl config view", "(( i++ ))", "for ((i=0; i<3; i++)); do echo $i; done",
-    "case $x in a) echo a;; *) echo b;; esac", "echo $(case a in a) echo hi;; esac)",
+    "case $x in a) echo a;; *) echo b;; esac", "awk '{print $1}' f", "awk -F: '$3 > 1000 {print $1}' f",
+    "awk 'NR > 1 {n++} END {print n}' f",
+    "awk -f missing.awk f", "awk '{print $1 >> \"log.txt\"}' f", "echo $(case a in a) echo hi;; esac)",
 ])
 def test_reversible(command: str) -> None:
     verdict = judge_command(command, CWD, exists)

@@ -13,6 +13,7 @@ fetched from elsewhere, which no text shows, so they always count.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable
 
 from artoo.tasks.law1.core import Ctx, Danger, danger, describe_target, exists_state, parse_options, resolve
@@ -112,6 +113,30 @@ def _fetch_and_run(words: list[str], ctx: Ctx) -> list[Danger]:
                    [w for w in words[1:] if not w.startswith("-")][:1], ctx)]
 
 
+AWK_VALUED = ("-v", "-F", "--assign", "--field-separator", "-l", "--load", "-E", "--exec")
+
+
+def _awk(words: list[str], ctx: Ctx) -> list[Danger]:
+    """awk runs a program: a file's is unseen; inline, ``system()`` and pipes run commands, ``>`` writes."""
+    args, i = words[1:], 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+        if args[i] in ("-f", "--file") and i + 1 < len(args):
+            return runs_file(words, args[i + 1], ctx, "the awk program in")
+        if args[i] in ("-i", "--include") and args[i + 1:i + 2] == ["inplace"]:
+            files = [a for a in args[i + 2:] if not a.startswith("-")][1:]
+            return [danger("overwrite", words, "edits files in place", files, ctx)]
+        i += 2 if args[i] in AWK_VALUED + ("-i", "--include") else 1
+    program = args[i + (args[i:i + 1] == ["--"])] if i < len(args) else ""
+    dangers = []
+    if re.search(r"\bsystem\s*\(|\|\s*(\"|getline)|\|&", program):
+        dangers.append(danger(RUNS, words, "runs commands its awk program builds, which cannot be judged",
+                              [], ctx))
+    if re.search(r"\bprintf?\b[^;{}>]*>(?!>)", program):
+        dangers.append(danger("overwrite", words, "writes files named in its awk program, which may exist",
+                              [], ctx))
+    return dangers
+
+
 def _source(words: list[str], ctx: Ctx) -> list[Danger]:
     return runs_file(words, words[1], ctx) if len(words) > 1 else []
 
@@ -152,6 +177,7 @@ RULES: dict[str, Rule] = {
     "source": _source, ".": _source,
     "at": _at, "batch": _at,
     "trap": _trap, "coproc": _coproc,
+    **{n: _awk for n in ("awk", "gawk", "mawk", "nawk", "busybox-awk")},
     **{n: interpreter(("-e",), ("-I", "-r")) for n in ("lua", "tclsh", "julia")},
     "Rscript": interpreter(("-e",)), "tsx": interpreter(("-e", "--eval")),
     "ts-node": interpreter(("-e", "--eval", "-p", "--print"), ("-r", "--require")),
