@@ -118,3 +118,10 @@ def test_a_daemon_deletion_is_unobservable_even_when_its_category_is_deletion() 
 ])
 def test_the_parser_finds_every_substitution(text: str, substitutions: list[str]) -> None:
     assert parse(text).substitutions == substitutions
+
+
+@pytest.mark.parametrize("text", ["{ " * 2000 + "ls; " + "}; " * 2000,
+                                  "if true; then " * 2000 + "ls; " + "fi; " * 2000])
+def test_absurd_nesting_is_irreversible_not_a_crash(text: str) -> None:
+    verdict = judge_command(text, CWD, exists)
+    assert verdict.irreversible and "cannot parse" in verdict.reason, verdict.reason
