@@ -125,3 +125,14 @@ def test_the_parser_finds_every_substitution(text: str, substitutions: list[str]
 def test_absurd_nesting_is_irreversible_not_a_crash(text: str) -> None:
     verdict = judge_command(text, CWD, exists)
     assert verdict.irreversible and "cannot parse" in verdict.reason, verdict.reason
+
+
+def test_threads_judging_at_once_get_the_same_answers() -> None:
+    """Subtasks run in threads; each has its own parser, so verdicts never mix."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    commands = ["rm -rf build", "ls -la", "echo $(case a in a) rm x;; esac)", "make", "psql -c 'SELECT 1'"] * 40
+    alone = [judge_command(c, CWD, exists).reason for c in commands]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        together = list(pool.map(lambda c: judge_command(c, CWD, exists).reason, commands))
+    assert together == alone

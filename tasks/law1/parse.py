@@ -15,6 +15,7 @@ Nothing here judges: it only says what would run, so the rules stay one command 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 
 import tree_sitter_bash
@@ -33,7 +34,18 @@ KEYWORDS = {"if", "then", "else", "elif", "fi", "while", "until", "do", "done", 
 HEADERS = {"for", "case", "select"}
 """First words of the pseudo-commands that stand for a loop or case header: they run nothing themselves."""
 
-_PARSER = Parser(Language(tree_sitter_bash.language()))
+_BASH = Language(tree_sitter_bash.language())
+_LOCAL = threading.local()
+"""One tree-sitter Parser per thread: a Parser keeps state while it parses, and subtasks run in threads."""
+
+
+def _parser() -> Parser:
+    parser = getattr(_LOCAL, "parser", None)
+    if parser is None:
+        parser = _LOCAL.parser = Parser(_BASH)
+    return parser
+
+
 _NOT_PLAIN = {"subshell", "compound_statement", "do_group", "if_statement", "elif_clause", "else_clause",
               "while_statement"}
 """Blocks whose commands may run in a subshell, later, repeatedly or not at all."""
@@ -79,12 +91,12 @@ def parse(text: str, partial: bool = False) -> Script:
     (what is inside an unreadable stretch is still judged, so an error never hides a command).
     """
     source = text.encode()
-    root = _PARSER.parse(source).root_node
+    root = _parser().parse(source).root_node
     if root.has_error and not partial:
         raise ParseError(_error_message(root, source))
     if root.has_error and "((" in text:  # ``$((rm a))`` is no arithmetic: dash runs ``$( (rm a))``
         respelled = text.replace("((", "( (").encode()
-        second = _PARSER.parse(respelled).root_node
+        second = _parser().parse(respelled).root_node
         source, root = (respelled, second) if not second.has_error else (source, root)
     flat = _Flattener(source)
     try:
