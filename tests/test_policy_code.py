@@ -36,7 +36,8 @@ def exists(path: Path) -> bool:
     ("yarn run lint", "runs code"), ("npx cowsay hi", "runs code"), ("npm exec foo", "runs code"),
     ("echo 'rm -rf x' | at now", "runs code"), ("echo 'import os; os.remove(1)' | python3", "deletion"),
     ("cat tool.py | python3", "runs code"), ("timeout 5 bash run.sh", "runs code"),
-    ("bash $SCRIPT", "runs code"),
+    ("bash $SCRIPT", "runs code"), ("./run.sh", "runs code"), ("/w/tool.py --fix", "runs code"),
+    ("cd /w && ./run.sh", "runs code"), ("find . -exec ./run.sh {} +", "runs code"),
     ("psql -c 'DELETE FROM t'", "daemon"), ("mysql -e 'SELECT * FROM t INTO OUTFILE \"/tmp/x\"'", "daemon"),
     ("psql -c 'SELECT pg_terminate_backend(42)'", "daemon"), ("psql -c 'SELECT 1; DROP TABLE t'", "daemon"),
     ("psql -c \"SELECT * FROM t WHERE id=$ID\"", "daemon"), ("mysql --execute='SET GLOBAL x=1'", "daemon"),
@@ -60,7 +61,8 @@ def test_irreversible(command: str, category: str) -> None:
 
 
 @pytest.mark.parametrize("command", [
-    "bash missing.sh", "python3 missing.py", "make -C /w/sub", "make -f other.mk", "npm ls", "npm install x",
+    "bash missing.sh", "python3 missing.py", "./missing.sh", "/usr/bin/ls -la", "/bin/echo hi",
+    "make -C /w/sub", "make -f other.mk", "npm ls", "npm install x",
     "npx --version", "atq", "echo 'print(1)' | python3", "python3 <<< 'import os'",
     "at -l", "trap - EXIT", "trap -p", "trap 'echo bye' EXIT", "coproc cat",
     "redis-cli PING", "redis-cli -n 2 get k", "redis-cli --scan", "psql --version", "mysql --help",

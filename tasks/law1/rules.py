@@ -21,6 +21,7 @@ from artoo.tasks.law1.core import (
     Ctx,
     Danger,
     danger,
+    is_system_path,
     parse_options,
     resolve,
     targets_text,
@@ -99,7 +100,17 @@ def judge_argv(words: list[str], ctx: Ctx) -> list[Danger]:
     if words[1:] in (["--help"], ["--version"], ["-h"]):
         return []
     rule = rule_for(name)
+    if rule is None and "/" in words[0]:
+        rule = _program_file
     return (rule(words, ctx) if rule else []) + rules_exfil.judge(name, words, ctx)
+
+
+def _program_file(words: list[str], ctx: Ctx) -> list[Danger]:
+    """``./cleanup.sh``, ``bin/tool``: a program of the user's own, not a system command, runs unseen."""
+    path = resolve(words[0], ctx)
+    if path is not None and is_system_path(path):
+        return []  # /usr/bin/ls and friends: known commands, judged by name
+    return rules_code.runs_file(words, words[0], ctx, "the program")
 
 
 def rule_for(name: str) -> Rule | None:
