@@ -322,6 +322,11 @@ def _code_flag(flags: tuple[str, ...], valued: tuple[str, ...] = ()) -> Rule:
     return rules_code.interpreter(flags, valued, inline=rules_system.judge_code)
 
 
+def _env_manager(words: list[str], ctx: Ctx) -> list[Danger]:
+    """uv/conda: installs (rules_system) and ``run CMD`` (rules_code) judged together."""
+    return rules_system.RULES[words[0].rsplit("/", 1)[-1]](words, ctx) + rules_code.env_runner(words, ctx)
+
+
 def _package_manager(words: list[str], ctx: Ctx) -> list[Danger]:
     """npm/pnpm/yarn/bun: installs and publishes (rules_system), scripts and fetched code (rules_code)."""
     return rules_system.RULES["npm"](words, ctx) + rules_code.package_scripts(words, ctx)
@@ -334,6 +339,8 @@ RULES: dict[str, Rule] = {
     **rules_code.RULES,
     **rules_daemon.RULES,
     **{n: _package_manager for n in ("npm", "pnpm", "yarn", "bun")},
+    **{n: _env_manager for n in ("uv", "conda")},
+    "cargo": lambda words, ctx: rules_system.RULES["cargo"](words, ctx) + rules_code.project_runner(words, ctx),
     "sudo": _privileged, "doas": _privileged, "pkexec": _privileged, "su": _privileged,
     "env": _env, "timeout": _wrapped("sk", ("--signal", "--kill-after"), leading=1),
     "xargs": _xargs, "parallel": _xargs, "eval": _eval,
