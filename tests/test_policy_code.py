@@ -19,7 +19,7 @@ from artoo.tasks.law1.parse import parse
 from tests.test_policy import CWD, EXISTING
 
 PROJECT = EXISTING | {"/w/run.sh", "/w/tool.py", "/w/Makefile", "/w/package.json", "/w/app.db", "/w/t.pl",
-                      "/w/prog.awk",
+                      "/w/prog.awk", "/w/Rakefile",
                       "/w/sub"}
 
 
@@ -37,7 +37,10 @@ def exists(path: Path) -> bool:
     ("echo 'rm -rf x' | at now", "runs code"), ("echo 'import os; os.remove(1)' | python3", "deletion"),
     ("cat tool.py | python3", "runs code"), ("timeout 5 bash run.sh", "runs code"),
     ("bash $SCRIPT", "runs code"), ("./run.sh", "runs code"), ("/w/tool.py --fix", "runs code"),
-    ("cd /w && ./run.sh", "runs code"), ("find . -exec ./run.sh {} +", "runs code"),
+    ("cd /w && ./run.sh", "runs code"), ("pytest -x tests", "runs code"), ("cargo test", "runs code"),
+    ("go run .", "runs code"), ("uv run python tool.py", "runs code"), ("poetry run pytest", "runs code"),
+    ("uv run --with rich rm -rf build", "deletion"), ("bundle exec rake", "runs code"),
+    ("tox -e py311", "runs code"), ("cargo install ripgrep", "system"), ("find . -exec ./run.sh {} +", "runs code"),
     ("psql -c 'DELETE FROM t'", "daemon"), ("mysql -e 'SELECT * FROM t INTO OUTFILE \"/tmp/x\"'", "daemon"),
     ("psql -c 'SELECT pg_terminate_backend(42)'", "daemon"), ("psql -c 'SELECT 1; DROP TABLE t'", "daemon"),
     ("psql -c \"SELECT * FROM t WHERE id=$ID\"", "daemon"), ("mysql --execute='SET GLOBAL x=1'", "daemon"),
@@ -61,6 +64,7 @@ def test_irreversible(command: str, category: str) -> None:
 
 
 @pytest.mark.parametrize("command", [
+    "cargo fmt", "go vet ./...", "uv run python missing.py", "uv pip list", "poetry show", "deno fmt",
     "bash missing.sh", "python3 missing.py", "./missing.sh", "/usr/bin/ls -la", "/bin/echo hi",
     "make -C /w/sub", "make -f other.mk", "npm ls", "npm install x",
     "npx --version", "atq", "echo 'print(1)' | python3", "python3 <<< 'import os'",
@@ -138,3 +142,17 @@ def test_threads_judging_at_once_get_the_same_answers() -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         together = list(pool.map(lambda c: judge_command(c, CWD, exists).reason, commands))
     assert together == alone
+
+
+@pytest.mark.parametrize(("text", "words", "here"), [
+    ("python3 - <<'EOF'\nprint(1)\nEOF", ["python3", "-"], "print(1)\n"),  # the grammar leaves ``-`` untokenised
+    ("cat - <<EOF > out\nhi\nEOF", ["cat", "-"], "hi\n"),
+])
+def test_words_the_grammar_passes_over_are_still_read(text: str, words: list[str], here: str) -> None:
+    command = parse(text).commands[0]
+    assert (command.words, command.here_input) == (words, here)
+
+
+def test_a_here_document_fed_to_python_is_judged() -> None:
+    verdict = judge_command("python3 - <<'EOF'\nimport shutil\nshutil.rmtree('data')\nEOF", CWD, exists)
+    assert verdict.irreversible and "deletion: " in verdict.reason, verdict.reason

@@ -113,6 +113,41 @@ def _fetch_and_run(words: list[str], ctx: Ctx) -> list[Danger]:
                    [w for w in words[1:] if not w.startswith("-")][:1], ctx)]
 
 
+RUNNERS: dict[str, set[str] | None] = {
+    "pytest": None, "py.test": None, "tox": None, "nox": None, "mvn": None, "gradle": None, "ant": None,
+    "sbt": None, "cargo": {"run", "test", "bench", "build", "check", "clippy"}, "go": {"run", "test", "generate"},
+    "dotnet": {"run", "test", "build"}, "deno": {"task", "test"}, "swift": {"run", "test", "build"},
+}
+"""Build and test runners, and the verbs with which they run the project's code (None: every use)."""
+ENV_RUNNERS = {"uv": "run", "poetry": "run", "pipenv": "run", "pdm": "run", "hatch": "run", "bundle": "exec",
+               "conda": "run", "rye": "run"}
+"""Environment managers whose verb runs the command that follows inside the environment."""
+
+
+def project_runner(words: list[str], ctx: Ctx) -> list[Danger]:
+    """pytest, cargo test, go run …: they run the project's own code, which the text does not show."""
+    name = words[0].rsplit("/", 1)[-1]
+    verbs = RUNNERS.get(name)
+    verb = next((w for w in words[1:] if not w.startswith("-")), "")
+    if verbs is not None and verb not in verbs:
+        return []
+    shown = f" ({verb})" if verbs is not None else ""
+    return [danger(RUNS, words, f"runs the project's code{shown}, whose effect cannot be read from the "
+                   "command text", [], ctx)]
+
+
+def env_runner(words: list[str], ctx: Ctx) -> list[Danger]:
+    """``uv run CMD``, ``poetry run CMD``, ``bundle exec CMD``: CMD runs, judged like any command."""
+    name = words[0].rsplit("/", 1)[-1]
+    args = words[1:]
+    if ENV_RUNNERS.get(name) not in args:
+        return []
+    rest = args[args.index(ENV_RUNNERS[name]) + 1:]
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] in ("--with", "--python", "-p", "-n", "--name", "--env", "-e") else rest[1:]
+    return ctx.recurse_argv(rest, ctx.child(f"{name} {ENV_RUNNERS[name]}"))
+
+
 AWK_VALUED = ("-v", "-F", "--assign", "--field-separator", "-l", "--load", "-E", "--exec")
 
 
@@ -178,8 +213,11 @@ RULES: dict[str, Rule] = {
     "at": _at, "batch": _at,
     "trap": _trap, "coproc": _coproc,
     **{n: _awk for n in ("awk", "gawk", "mawk", "nawk", "busybox-awk")},
+    **{n: project_runner for n in RUNNERS if n not in ("deno", "cargo")},  # cargo: rules.py joins both rules
+    **{n: env_runner for n in ENV_RUNNERS if n not in ("uv", "conda")},
     **{n: interpreter(("-e",), ("-I", "-r")) for n in ("lua", "tclsh", "julia")},
     "Rscript": interpreter(("-e",)), "tsx": interpreter(("-e", "--eval")),
     "ts-node": interpreter(("-e", "--eval", "-p", "--print"), ("-r", "--require")),
-    "deno": lambda words, ctx: _DENO_RUN(["deno", *words[2:]], ctx) if words[1:2] == ["run"] else [],
+    "deno": lambda words, ctx: _DENO_RUN(["deno", *words[2:]], ctx) if words[1:2] == ["run"] else
+    project_runner(words, ctx),
 }
