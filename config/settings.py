@@ -74,6 +74,14 @@ class ToolParams(BaseModel):
     shell_file_mb: int = Field(1024, description="Largest file one shell command may write (MB).")
 
 
+class ServerParams(BaseModel):
+    """The Prefect server artoo starts for itself when no PREFECT_API_URL is set."""
+
+    linger_s: float = Field(
+        600.0, description="Seconds the embedded server lingers idle after the last command that used it, "
+        "so the next command reuses it (one per ARTOO_HOME; `artoo stop` ends it). 0: a server per command.")
+
+
 class ModelTier(BaseModel):
     """One resolved model endpoint (brain or tool tier)."""
 
@@ -99,6 +107,7 @@ class Settings(BaseSettings):
     ggs: GGSParams = Field(default_factory=GGSParams, description="GGS loss hyperparameters.")
     memory: MemoryParams = Field(default_factory=MemoryParams, description="MKCT memory thresholds.")
     tools: ToolParams = Field(default_factory=ToolParams, description="Executor tool limits.")
+    server: ServerParams = Field(default_factory=ServerParams, description="artoo's own Prefect server.")
     llm_timeout_s: float = Field(60.0, description="Per-request LLM timeout in seconds.")
     llm_max_retries: int = Field(1, description="Transport-level retries of one LLM request (openai client).")
     law1_mode: Literal["auto", "console", "pause", "deny"] = Field(
