@@ -47,14 +47,32 @@ def wait_until(check, timeout_s: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def test_a_second_command_reuses_the_server_which_exits_once_idle(tmp_path: Path):
-    env = home_env(tmp_path, linger_s=4)
-    first = artoo(env, "demo", "--json")
-    assert first.returncode == 0, first.stderr[-2000:]
-    record = live_record(tmp_path / "home")
-    assert record is not None and record["kind"] == "embedded" and alive(record["pid"])
-    second = artoo(env, "demo", "--json")
-    assert second.returncode == 0, second.stderr[-2000:]
+def hello_brain(runs: int):
+    """A scripted brain for ``runs`` one-subtask requests, each accepted in its first round."""
+    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+
+    return ScriptedLLMServer(scenario(
+        TaskSpec=[spec(f"say_hello_{i}", "say hello") for i in range(runs)],
+        Plan=[plan([subtask("print hello", ["the output contains hello"])], ["hello was printed"])] * runs,
+        tools=[done("hello")] * runs,
+        AgentVerdict=[agent(verdict("the output contains hello", True))] * runs,
+        TaskVerdict=[task_verdict(verdict("hello was printed", True))] * runs,
+    )).start()
+
+
+def test_a_second_run_reuses_the_server_which_exits_once_idle(tmp_path: Path):
+    brain = hello_brain(2)
+    env = home_env(tmp_path, linger_s=4, OPENAI_BASE_URL=brain.base_url, OPENAI_MODEL="scripted",
+                   OPENAI_API_KEY="test-key")
+    try:
+        first = artoo(env, "run", "--json", "say hello")
+        assert first.returncode == 0, first.stderr[-2000:]
+        record = live_record(tmp_path / "home")
+        assert record is not None and record["kind"] == "embedded" and alive(record["pid"])
+        second = artoo(env, "run", "--json", "say hello again")
+        assert second.returncode == 0, second.stderr[-2000:]
+    finally:
+        brain.stop()
     assert live_record(tmp_path / "home")["pid"] == record["pid"]  # reused, not started again
     wait_until(lambda: not alive(record["pid"]), 60, "the idle server to exit")
     assert live_record(tmp_path / "home") is None
@@ -78,16 +96,8 @@ def test_a_killed_server_is_replaced_without_a_stale_lock_and_artoo_stop_ends_it
 
 
 def test_eight_runs_at_once_on_one_home_all_finish_with_a_dream_pass_among_them(tmp_path: Path):
-    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
-
     runs = 8
-    brain = ScriptedLLMServer(scenario(
-        TaskSpec=[spec(f"say_hello_{i}", "say hello") for i in range(runs)],
-        Plan=[plan([subtask("print hello", ["the output contains hello"])], ["hello was printed"])] * runs,
-        tools=[done("hello")] * runs,
-        AgentVerdict=[agent(verdict("the output contains hello", True))] * runs,
-        TaskVerdict=[task_verdict(verdict("hello was printed", True))] * runs,
-    )).start()
+    brain = hello_brain(runs)
     env = home_env(tmp_path, linger_s=30, OPENAI_BASE_URL=brain.base_url, OPENAI_MODEL="scripted",
                    OPENAI_API_KEY="test-key")
     try:
