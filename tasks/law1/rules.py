@@ -3,7 +3,8 @@
 ``judge_script`` walks every simple command of a parsed line (and every substitution it
 hides), follows ``cd`` so relative paths resolve where they would, and judges
 redirections.  ``judge_argv`` looks the command up in the rule tables of
-``rules_files``, ``rules_net`` and ``rules_system``; wrappers (sudo, env, nohup, timeout, xargs,
+``rules_files``, ``rules_net``, ``rules_system``, ``rules_code`` (programs that run code they
+are given) and ``rules_daemon`` (database and container clients); wrappers (sudo, env, nohup, timeout, xargs,
 ``sh -c``, eval, ``python -c`` …) are unwrapped here and the wrapped command judged
 with the same rules, so hiding a command never makes it safer.  ``rules_exfil`` adds its
 rule to every command; ``variables`` follows the variables a script sets, command by command.
@@ -21,6 +22,7 @@ from artoo.tasks.law1.core import (
     Ctx,
     Danger,
     danger,
+    is_system_path,
     parse_options,
     resolve,
     targets_text,
@@ -99,7 +101,17 @@ def judge_argv(words: list[str], ctx: Ctx) -> list[Danger]:
     if words[1:] in (["--help"], ["--version"], ["-h"]):
         return []
     rule = rule_for(name)
+    if rule is None and "/" in words[0]:
+        rule = _program_file
     return (rule(words, ctx) if rule else []) + rules_exfil.judge(name, words, ctx)
+
+
+def _program_file(words: list[str], ctx: Ctx) -> list[Danger]:
+    """``./cleanup.sh``, ``bin/tool``: a program of the user's own, not a system command, runs unseen."""
+    path = resolve(words[0], ctx)
+    if path is not None and is_system_path(path):
+        return []  # /usr/bin/ls and friends: known commands, judged by name
+    return rules_code.runs_file(words, words[0], ctx, "the program")
 
 
 def rule_for(name: str) -> Rule | None:
@@ -311,6 +323,11 @@ def _code_flag(flags: tuple[str, ...], valued: tuple[str, ...] = ()) -> Rule:
     return rules_code.interpreter(flags, valued, inline=rules_system.judge_code)
 
 
+def _env_manager(words: list[str], ctx: Ctx) -> list[Danger]:
+    """uv/conda: installs (rules_system) and ``run CMD`` (rules_code) judged together."""
+    return rules_system.RULES[words[0].rsplit("/", 1)[-1]](words, ctx) + rules_code.env_runner(words, ctx)
+
+
 def _package_manager(words: list[str], ctx: Ctx) -> list[Danger]:
     """npm/pnpm/yarn/bun: installs and publishes (rules_system), scripts and fetched code (rules_code)."""
     return rules_system.RULES["npm"](words, ctx) + rules_code.package_scripts(words, ctx)
@@ -323,6 +340,8 @@ RULES: dict[str, Rule] = {
     **rules_code.RULES,
     **rules_daemon.RULES,
     **{n: _package_manager for n in ("npm", "pnpm", "yarn", "bun")},
+    **{n: _env_manager for n in ("uv", "conda")},
+    "cargo": lambda words, ctx: rules_system.RULES["cargo"](words, ctx) + rules_code.project_runner(words, ctx),
     "sudo": _privileged, "doas": _privileged, "pkexec": _privileged, "su": _privileged,
     "env": _env, "timeout": _wrapped("sk", ("--signal", "--kill-after"), leading=1),
     "xargs": _xargs, "parallel": _xargs, "eval": _eval,

@@ -13,6 +13,7 @@ fetched from elsewhere, which no text shows, so they always count.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable
 
 from artoo.tasks.law1.core import Ctx, Danger, danger, describe_target, exists_state, parse_options, resolve
@@ -112,6 +113,65 @@ def _fetch_and_run(words: list[str], ctx: Ctx) -> list[Danger]:
                    [w for w in words[1:] if not w.startswith("-")][:1], ctx)]
 
 
+RUNNERS: dict[str, set[str] | None] = {
+    "pytest": None, "py.test": None, "tox": None, "nox": None, "mvn": None, "gradle": None, "ant": None,
+    "sbt": None, "cargo": {"run", "test", "bench", "build", "check", "clippy"}, "go": {"run", "test", "generate"},
+    "dotnet": {"run", "test", "build"}, "deno": {"task", "test"}, "swift": {"run", "test", "build"},
+}
+"""Build and test runners, and the verbs with which they run the project's code (None: every use)."""
+ENV_RUNNERS = {"uv": "run", "poetry": "run", "pipenv": "run", "pdm": "run", "hatch": "run", "bundle": "exec",
+               "conda": "run", "rye": "run"}
+"""Environment managers whose verb runs the command that follows inside the environment."""
+
+
+def project_runner(words: list[str], ctx: Ctx) -> list[Danger]:
+    """pytest, cargo test, go run …: they run the project's own code, which the text does not show."""
+    name = words[0].rsplit("/", 1)[-1]
+    verbs = RUNNERS.get(name)
+    verb = next((w for w in words[1:] if not w.startswith("-")), "")
+    if verbs is not None and verb not in verbs:
+        return []
+    shown = f" ({verb})" if verbs is not None else ""
+    return [danger(RUNS, words, f"runs the project's code{shown}, whose effect cannot be read from the "
+                   "command text", [], ctx)]
+
+
+def env_runner(words: list[str], ctx: Ctx) -> list[Danger]:
+    """``uv run CMD``, ``poetry run CMD``, ``bundle exec CMD``: CMD runs, judged like any command."""
+    name = words[0].rsplit("/", 1)[-1]
+    args = words[1:]
+    if ENV_RUNNERS.get(name) not in args:
+        return []
+    rest = args[args.index(ENV_RUNNERS[name]) + 1:]
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] in ("--with", "--python", "-p", "-n", "--name", "--env", "-e") else rest[1:]
+    return ctx.recurse_argv(rest, ctx.child(f"{name} {ENV_RUNNERS[name]}"))
+
+
+AWK_VALUED = ("-v", "-F", "--assign", "--field-separator", "-l", "--load", "-E", "--exec")
+
+
+def _awk(words: list[str], ctx: Ctx) -> list[Danger]:
+    """awk runs a program: a file's is unseen; inline, ``system()`` and pipes run commands, ``>`` writes."""
+    args, i = words[1:], 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+        if args[i] in ("-f", "--file") and i + 1 < len(args):
+            return runs_file(words, args[i + 1], ctx, "the awk program in")
+        if args[i] in ("-i", "--include") and args[i + 1:i + 2] == ["inplace"]:
+            files = [a for a in args[i + 2:] if not a.startswith("-")][1:]
+            return [danger("overwrite", words, "edits files in place", files, ctx)]
+        i += 2 if args[i] in AWK_VALUED + ("-i", "--include") else 1
+    program = args[i + (args[i:i + 1] == ["--"])] if i < len(args) else ""
+    dangers = []
+    if re.search(r"\bsystem\s*\(|\|\s*(\"|getline)|\|&", program):
+        dangers.append(danger(RUNS, words, "runs commands its awk program builds, which cannot be judged",
+                              [], ctx))
+    if re.search(r"\bprintf?\b[^;{}>]*>(?!>)", program):
+        dangers.append(danger("overwrite", words, "writes files named in its awk program, which may exist",
+                              [], ctx))
+    return dangers
+
+
 def _source(words: list[str], ctx: Ctx) -> list[Danger]:
     return runs_file(words, words[1], ctx) if len(words) > 1 else []
 
@@ -152,8 +212,12 @@ RULES: dict[str, Rule] = {
     "source": _source, ".": _source,
     "at": _at, "batch": _at,
     "trap": _trap, "coproc": _coproc,
+    **{n: _awk for n in ("awk", "gawk", "mawk", "nawk", "busybox-awk")},
+    **{n: project_runner for n in RUNNERS if n not in ("deno", "cargo")},  # cargo: rules.py joins both rules
+    **{n: env_runner for n in ENV_RUNNERS if n not in ("uv", "conda")},
     **{n: interpreter(("-e",), ("-I", "-r")) for n in ("lua", "tclsh", "julia")},
     "Rscript": interpreter(("-e",)), "tsx": interpreter(("-e", "--eval")),
     "ts-node": interpreter(("-e", "--eval", "-p", "--print"), ("-r", "--require")),
-    "deno": lambda words, ctx: _DENO_RUN(["deno", *words[2:]], ctx) if words[1:2] == ["run"] else [],
+    "deno": lambda words, ctx: _DENO_RUN(["deno", *words[2:]], ctx) if words[1:2] == ["run"] else
+    project_runner(words, ctx),
 }

@@ -5,15 +5,19 @@ nothing in the files a command can reach: the server does the work, outside any 
 or overlay, and nothing can take it back.  So the copy-on-write shell cannot observe these
 effects, and the text judge stays responsible for them: every request that may change
 what a daemon holds is irreversible (category ``daemon``; ``network`` for a remote
-cluster).  Plain queries (``docker ps``, ``kubectl get``, ``redis-cli GET k``) and a
-container run without access to the host stay reversible.
+cluster).  Plain queries stay reversible, as the spec asks (``docker ps``, ``kubectl get``,
+``redis-cli GET k``, ``psql -c "SELECT …"``, recognised conservatively: any statement that is
+not a read, or calls a function outside a small list of pure ones, counts as a change), and
+so does a container run without access to the host.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from artoo.tasks.law1.core import Ctx, Danger, danger, exists_state, targets_text
+from artoo.tasks.law1.parse import PLACEHOLDER
 
 Rule = Callable[[list[str], Ctx], list[Danger]]
 DAEMON = "daemon"
@@ -35,11 +39,52 @@ def _verbs(words: list[str], valued: tuple[str, ...] = ()) -> list[str]:
 
 
 # ---------------------------------------------------------------- databases
+READS = re.compile(r"(select|show|describe|desc|explain|pragma\s+table_info|\.tables|\.schema|\.indexes|"
+                   r"\\d\w*|\\l|\\dt|\\conninfo)(?![\w.])", re.IGNORECASE)
+WRITES = re.compile(r"\b(into|insert|update|delete|drop|alter|create|truncate|grant|revoke|call|exec|execute|"
+                    r"copy|merge|replace|upsert|attach|detach|vacuum|reindex|set|lock|analyze|load|import|"
+                    r"flush|kill|shutdown|outfile|dumpfile|for\s+update)\b|\\[!o]|\.(output|once|shell|"
+                    r"system|import|restore|save|backup)\b", re.IGNORECASE)
+PURE = {"count", "sum", "avg", "min", "max", "lower", "upper", "length", "coalesce", "round", "abs", "cast",
+        "date", "time", "datetime", "strftime", "now", "version", "substr", "substring", "trim", "concat",
+        "ifnull", "nullif", "typeof", "json_extract", "group_concat", "string_agg", "array_agg", "date_trunc",
+        "extract", "to_char", "current_date", "current_timestamp", "in", "exists", "values", "any", "all",
+        "over", "from", "join", "on", "and", "or", "not", "where", "select", "when", "then", "else", "as",
+        "using", "filter", "partition", "by", "having", "limit", "union", "distinct", "like", "between"}
+"""Names that may precede ``(`` in a plain query: aggregates, string and date functions, SQL keywords."""
+SQL_FLAGS = {"mysql": ("-e", "--execute"), "mariadb": ("-e", "--execute"), "psql": ("-c", "--command"),
+             "clickhouse-client": ("-q", "--query"), "cockroach": ("-e", "--execute")}
+
+
+def read_only_sql(sql: str) -> bool:
+    """True only for plain queries: every statement reads (SELECT, SHOW …) and calls nothing that writes."""
+    if "$" in sql or "`" in sql or PLACEHOLDER.search(sql):
+        return False
+    statements = [t.strip() for t in re.split(r";|\n(?=\s*[.\\])", sql) if t.strip()]
+    calls = {m.group(1).lower() for m in re.finditer(r"\b(\w+)\s*\(", sql)}
+    return bool(statements) and all(READS.match(t) for t in statements) and not WRITES.search(sql) \
+        and calls <= PURE
+
+
+def _inline_sql(words: list[str], flags: tuple[str, ...]) -> str | None:
+    args = words[1:]
+    for k, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if eq and name in flags:
+            return value
+        if arg in flags and k + 1 < len(args):
+            return args[k + 1]
+    return None
+
+
 def _sql_server(words: list[str], ctx: Ctx) -> list[Danger]:
-    """mysql, psql, mongosh …: whatever statements they send, the server runs; only a listing is safe."""
-    if any(w in ("-l", "--list") for w in words[1:]) and words[0].endswith("psql"):
-        return []
+    """mysql, psql, mongosh …: whatever statements they send, the server runs; a plain query or a listing is safe."""
     name = words[0].rsplit("/", 1)[-1]
+    if any(w in ("-l", "--list") for w in words[1:]) and name == "psql":
+        return []
+    sql = _inline_sql(words, SQL_FLAGS.get(name, ()))
+    if sql is not None and read_only_sql(sql):
+        return []
     return [danger(DAEMON, words, f"sends statements to the {name} server, which may change or delete "
                    "its data where no sandbox can observe or undo it", _verbs(words)[:2], ctx)]
 
@@ -60,6 +105,8 @@ def _sqlite(words: list[str], ctx: Ctx) -> list[Danger]:
         return []
     database = operands[0]
     if database == ":memory:" or exists_state(database, ctx) is False:
+        return []
+    if len(operands) > 1 and read_only_sql(" ".join(operands[1:])):
         return []
     return [danger("overwrite", words, f"runs SQL on database file {targets_text([database], ctx)}, which "
                    "may change or delete the data in it", [database], ctx)]
