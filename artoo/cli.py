@@ -19,6 +19,8 @@ from rich.console import Console
 
 from artoo.cli_memory import dream as dream_command
 from artoo.cli_memory import memory_app
+from artoo.cli_observe import log as log_command
+from artoo.cli_observe import replay as replay_command
 from artoo.config.errors import ArtooError, ConfigurationError
 
 app = typer.Typer(help="artoo: a self-correcting task agent for your machine, on Prefect.", no_args_is_help=True)
@@ -217,6 +219,8 @@ def _start_server(root: Path, port: int):
 
 
 app.command("dream")(dream_command)
+app.command("log")(log_command)
+app.command("replay")(replay_command)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, add_help_option=False)

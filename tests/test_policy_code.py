@@ -142,3 +142,17 @@ def test_threads_judging_at_once_get_the_same_answers() -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         together = list(pool.map(lambda c: judge_command(c, CWD, exists).reason, commands))
     assert together == alone
+
+
+@pytest.mark.parametrize(("text", "words", "here"), [
+    ("python3 - <<'EOF'\nprint(1)\nEOF", ["python3", "-"], "print(1)\n"),  # the grammar leaves ``-`` untokenised
+    ("cat - <<EOF > out\nhi\nEOF", ["cat", "-"], "hi\n"),
+])
+def test_words_the_grammar_passes_over_are_still_read(text: str, words: list[str], here: str) -> None:
+    command = parse(text).commands[0]
+    assert (command.words, command.here_input) == (words, here)
+
+
+def test_a_here_document_fed_to_python_is_judged() -> None:
+    verdict = judge_command("python3 - <<'EOF'\nimport shutil\nshutil.rmtree('data')\nEOF", CWD, exists)
+    assert verdict.irreversible and "deletion: " in verdict.reason, verdict.reason

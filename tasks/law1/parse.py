@@ -18,8 +18,12 @@ import re
 import threading
 from dataclasses import dataclass, field
 
-import tree_sitter_bash
-from tree_sitter import Language, Node, Parser
+try:
+    import tree_sitter_bash
+    from tree_sitter import Language, Node, Parser
+except ImportError as exc:  # an environment installed before the dependency was added
+    raise ImportError(f"Law 1 reads shell commands with tree-sitter-bash, which is not installed ({exc}); "
+                      "reinstall artoo: pip install -e .") from exc
 
 SUB = "__ARTOO_SUB{}__"
 """Placeholder word standing for a command substitution (``$( … )``, backticks) whose value is unknown."""
@@ -101,10 +105,13 @@ def parse(text: str, partial: bool = False) -> Script:
     flat = _Flattener(source)
     try:
         flat.statements(root, plain=True)
+        skipped = _skipped(root, source, flat.read_gaps)
     except RecursionError as exc:  # thousands of nested blocks: nobody writes that to be read
         if partial:
             return Script([], [])
         raise ParseError("blocks nest too deeply to read") from exc
+    if skipped and not partial:
+        raise ParseError(f"the grammar skipped `{skipped[:40]}`")
     return Script([c for c in flat.commands if c.words or c.redirects or c.here_input is not None],
                   flat.subs)
 
@@ -121,6 +128,21 @@ def _error_message(root: Node, source: bytes) -> str:
             return f"cannot read `{snippet}` at line {node.start_point[0] + 1}"
         stack = [c for c in node.children if c.has_error or c.is_missing] + stack
     return "the grammar could not read it"
+
+
+def _skipped(root: Node, source: bytes, read: set[int]) -> str:
+    """Text no token of the tree covers (the grammar passed over it), except gaps the flattener read."""
+    at, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        if node.child_count:
+            stack.extend(reversed(node.children))
+            continue
+        gap = source[at:node.start_byte].decode(errors="replace").replace("\\\n", "").strip()
+        if node.start_byte > at and gap and at not in read:
+            return gap
+        at = max(at, node.end_byte)
+    return source[at:].decode(errors="replace").strip()
 
 
 def strip_prefix(words: list[str]) -> list[str]:
@@ -157,6 +179,8 @@ class _Flattener:
         self.subs: list[str] = []
         self.pipe: Simple | None = None
         """The stage the next simple command reads its stdin from (set while walking a pipeline)."""
+        self.read_gaps: set[int] = set()
+        """Where text the grammar left outside every token was read anyway (``python3 - <<EOF``)."""
 
     def text(self, node: Node) -> str:
         return self.source[node.start_byte:node.end_byte].decode(errors="replace")
@@ -238,6 +262,10 @@ class _Flattener:
         plain = plain and not any(c.type == "pipeline" for r in redirects for c in r.children)
         if body is not None and body.type == "command":
             simple = self.command(body, plain)
+            if redirects:  # ``python3 - <<EOF``: the grammar leaves the ``-`` outside every token
+                gap = self.source[body.end_byte:redirects[0].start_byte].decode(errors="replace")
+                simple.words.extend(_unescape(w) for w in gap.split())
+                self.read_gaps.add(body.end_byte)
         else:
             if body is not None:
                 self.statement(body, plain)
