@@ -172,12 +172,10 @@ class ToolBox:
             await self._confirm(PendingAction(tool="shell", command=command, targets=verdict.targets,
                                               reason=verdict.reason))
             return await self._run(command, [], approved=True)
-        command, removed = shell.strip_maxdepth(command)
-        notes = [f"[note: removed {', '.join(removed)} from find]"] if removed else []
-        query = shell.find_on_personal_path(command)
+        query = shell.find_on_personal_path(command)  # commands run as written: never edited, only redirected
         if query is not None:
-            return await self._find_via_locate(query, notes)
-        return await self._run(command, notes)
+            return await self._find_via_locate(query, [])
+        return await self._run(command, [])
 
     async def _sandbox(self, approved: bool) -> sandbox.Sandbox:
         """How this command is confined; an approved Law-1 action runs outside bubblewrap, under the limits."""
