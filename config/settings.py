@@ -74,6 +74,12 @@ class ToolParams(BaseModel):
     shell_file_mb: int = Field(1024, description="Largest file one shell command may write (MB).")
 
 
+class ServerParams(BaseModel):
+    """The Prefect server artoo starts for itself when no PREFECT_API_URL is set."""
+
+    linger_s: float = Field(
+        600.0, description="Seconds the embedded server lingers idle after the last command that used it, "
+        "so the next command reuses it (one per ARTOO_HOME; `artoo stop` ends it). 0: a server per command.")
 class DecisionLogParams(BaseModel):
     """The decision log under ARTOO_HOME/decisions: one JSONL file per run (artoo log, artoo replay)."""
 
@@ -111,6 +117,7 @@ class Settings(BaseSettings):
     ggs: GGSParams = Field(default_factory=GGSParams, description="GGS loss hyperparameters.")
     memory: MemoryParams = Field(default_factory=MemoryParams, description="MKCT memory thresholds.")
     tools: ToolParams = Field(default_factory=ToolParams, description="Executor tool limits.")
+    server: ServerParams = Field(default_factory=ServerParams, description="artoo's own Prefect server.")
     decisions: DecisionLogParams = Field(default_factory=DecisionLogParams,
                                          description="Decision log retention and size bounds.")
     llm_timeout_s: float = Field(60.0, description="Per-request LLM timeout in seconds.")
