@@ -38,6 +38,7 @@ from artoo.tasks.ggs.controller import GGSController
 from artoo.tasks.ggs.task import artifact_key, ggs_task
 from artoo.tasks.llm import OpenAICompatLLM, cost_report
 from artoo.tasks.prefect_tasks import perceive_task
+from artoo.tasks.roles.planner import evidence_block
 from artoo.tasks.runtime import Runtime, drop, register
 from artoo.tasks.session import append_history, load_history
 
@@ -84,7 +85,8 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
                                        started)
         append_history(home, request, final.summary)
         return {"final": final.model_dump(mode="json"), "cost": cost_report(runtime.llm.records),
-                "tool_seconds": round(runtime.tool_seconds, 3), "wall_seconds": round(time.monotonic() - started, 3)}
+                "tool_seconds": round(runtime.tool_seconds, 3), "wall_seconds": round(time.monotonic() - started, 3),
+                "law1_wait_seconds": round(sum(runtime.law1_waits), 3)}
     finally:
         drop(runtime_id)
         await runtime.llm.aclose()
@@ -103,9 +105,10 @@ def _open_runtime(settings: Settings, workspace: Path) -> Runtime:
         logger.warning("memory store unavailable, planning without it: %s", exc)
     decisions: list[str] = []
     mode = resolve_mode(settings)
+    waits: list[float] = []
     runtime = Runtime(settings=settings, llm=OpenAICompatLLM(settings, max_retries=settings.llm_max_retries),
                       store=store, bus=Bus("pending", run_id=flow_run.id), workspace=workspace,
-                      gate=make_gate(settings, mode, decisions), law1_events=decisions)
+                      gate=make_gate(settings, mode, decisions, waits), law1_events=decisions, law1_waits=waits)
     logger.info("workspace %s, Law-1 confirmations: %s", workspace, mode)
     return runtime
 
@@ -118,18 +121,23 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
     rt.bus = Bus(spec.task_id, run_id=rt.bus.run_id)  # this artoo-task run's id, as on the pending bus
     rt.bus.publish(spec, "R1", "R2")
     controller = GGSController(spec.task_id, spec.intent, rt.settings.ggs)
-    directive, prior_summary, round_no = None, "", 1
+    directive, prior_summary, evidence, round_no = None, "", "", 1
     while True:
         blocked_tools = list(directive.blocked_tools) if directive else []
         blocked_targets = list(directive.blocked_targets) if directive else []
         named = round_flow.with_options(flow_run_name=round_run_name(round_no, directive))
-        message = await named(runtime_id, spec, round_no, directive, blocked_tools, blocked_targets, prior_summary)
+        message = await named(runtime_id, spec, round_no, directive, blocked_tools, blocked_targets, prior_summary,
+                              evidence)
         elapsed_ms = (time.monotonic() - started) * 1000
-        decision = await ggs_task(runtime_id, controller, message, elapsed_ms, round_no)
+        paused_ms = sum(rt.law1_waits) * 1000  # the person's time answering Law 1: not the agent's, not in Ω
+        if paused_ms:
+            logger.info("Ω excludes %.1f s spent waiting for Law-1 answers", paused_ms / 1000)
+        decision = await ggs_task(runtime_id, controller, message, elapsed_ms, round_no, paused_ms)
         if decision.final is not None:
             break
         directive = decision.directive
         prior_summary = getattr(message, "gap_summary", "") or ""
+        evidence = evidence_block(getattr(message, "failed_outcomes", []))
         round_no += 1
     final = _with_law1(decision.final, rt.law1_events)
     rt.bus.publish(final, "R7", "user")
