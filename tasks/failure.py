@@ -31,8 +31,8 @@ OUTCOME_KINDS: tuple[str, ...] = ("matched", "failed", "skipped", "denied")
 """The four ways a subtask ends."""
 PATH_TOOLS = frozenset({"read_file", "write_file", "glob"})
 """Tools whose primary argument is a path."""
-_OPERATORS = frozenset({"|", "||", "&&", ";", "&", "(", ")", "!", "then", "do", "else", "{", "}"})
-_REDIRECT = re.compile(r"^(?:\d?>>?|<|&>|\d?>&)")
+_OPERATORS = frozenset({"|", "||", "&&", ";", ";;", "&", "(", ")", "!", "then", "do", "else", "{", "}", "|&"})
+_REDIRECT = re.compile(r"^(?:\d?>>?|<<?<?|&>>?|\d?>&|>\|)")
 _EXTENSION = re.compile(r"^[\w.~+-]*\.[A-Za-z][A-Za-z0-9]{0,7}$")
 _NOT_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin"})
 _STRIP = "\"'`()[]{}<>,;:!?*"
@@ -53,8 +53,10 @@ def looks_like_path(token: str) -> bool:
 
 def command_paths(command: str) -> list[str]:
     """The path arguments of a shell command: no command names, flags, operators or numbers."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
     try:
-        tokens = shlex.split(command, comments=True)
+        tokens = list(lexer)
     except ValueError:  # unbalanced quotes: the words as written
         tokens = command.split()
     paths: list[str] = []
@@ -62,6 +64,9 @@ def command_paths(command: str) -> list[str]:
     for token in tokens:
         if token in _OPERATORS:
             expect_command = True
+            continue
+        if token.startswith("<<"):  # a here-document's delimiter is a word, not a path
+            expect_path, expect_command = False, False
             continue
         redirect = _REDIRECT.match(token)
         if redirect:
@@ -154,12 +159,24 @@ def attributed_calls(outcome: SubTaskOutcome) -> list[ToolCall]:
     return [c for c in failed if c.failure_class == "environmental"] or failed[-1:]
 
 
+def blamed_targets(call: ToolCall) -> list[str]:
+    """The targets a failed call is blamed on: those its error names, else all of them.
+
+    ``grep x /srv/app.log > hits.txt`` failing with ``/srv/app.log: No such file`` blames the
+    log, not the output file it would have written.
+    """
+    if len(call.targets) < 2:
+        return list(call.targets)
+    named = [t for t in call.targets if os.path.basename(t) and os.path.basename(t) in call.output]
+    return named or list(call.targets)
+
+
 def attributed_targets(outcomes: Iterable[SubTaskOutcome]) -> list[tuple[str, str]]:
     """(target, tool) of every call an environmental failure belongs to, first seen first."""
     pairs: dict[str, str] = {}
     for outcome in outcomes:
         for call in attributed_calls(outcome):
-            for target in call.targets:
+            for target in blamed_targets(call):
                 pairs.setdefault(target, call.tool)
     return list(pairs.items())
 

@@ -40,7 +40,7 @@ Rules:
   appear here.
 - sequence: subtasks with the same number run in parallel; a higher number runs later and receives the
   earlier outputs in its context. Use the fewest subtasks that do the job (at most 20).
-- Honour the MUST NOT set: never use, name or suggest a blocked tool anywhere in a subtask, and never
+- Honour the MUST NOT set: never list a blocked tool in a subtask's tools or suggest it, and never
   reuse a blocked target (path, query, URL) as a tool input.
 - Memory lines marked SHOULD PREFER are approaches that worked before; MUST NOT lines failed before."""
 
