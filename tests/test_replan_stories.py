@@ -43,10 +43,6 @@ def offered(body: dict) -> set[str]:
     return {t["function"]["name"] for t in body.get("tools", [])}
 
 
-def uses(*tools: str) -> dict:
-    return {"tools": list(tools)}
-
-
 def test_a_users_file_read_fine_beside_a_failing_write_stays_usable(scripted, artoo_env: Path):
     """(a)+(i) Round 1 reads notes.txt (fine), then writes where it may not → change_path.
 
@@ -61,11 +57,10 @@ def test_a_users_file_read_fine_beside_a_failing_write_stays_usable(scripted, ar
     wrong, todo = f"{outside} is outside the folders artoo may write", "write summary.md inside the workspace"
     server = scripted(scenario(
         TaskSpec=[spec("summarise_notes", "summarise my notes.txt into summary.md")],
-        Plan=[plan([{**subtask("read notes.txt and write the summary", [wrote],
-                               context=f"read notes.txt; write the summary to {outside}"),
-                     **uses("read_file", "write_file")}], ["the summary exists"]),
-              plan([{**subtask("read notes.txt and write summary.md in the workspace", [wrote],
-                               context="read notes.txt, write summary.md"), **uses("read_file", "write_file")}],
+        Plan=[plan([subtask("read notes.txt and write the summary", [wrote], tools=["read_file", "write_file"],
+                            context=f"read notes.txt; write the summary to {outside}")], ["the summary exists"]),
+              plan([subtask("read notes.txt and write summary.md in the workspace", [wrote],
+                            context="read notes.txt, write summary.md", tools=["read_file", "write_file"])],
                    ["the summary exists"])],
         tools=[call("read_file", path="notes.txt"),
                call("write_file", path=outside, content="- ship friday\n- call bank\n"),
@@ -110,8 +105,8 @@ def test_an_environmental_failure_that_skips_later_steps_changes_path_and_keeps_
              subtask("write report.md", [report], 2)]
     server = scripted(scenario(
         TaskSpec=[spec("log_errors", "report the errors in the app log")],
-        Plan=[plan([{**subtask("collect the error lines", [got]), **uses("shell")}, *later], ["errors reported"]),
-              plan([{**subtask("collect the error lines from logs/app.log", [got]), **uses("shell")}],
+        Plan=[plan([subtask("collect the error lines", [got], tools=["shell"]), *later], ["errors reported"]),
+              plan([subtask("collect the error lines from logs/app.log", [got], tools=["shell"])],
                    ["errors reported"])],
         tools=[call("shell", command="grep ERROR /var/log/artoo-app/app.log"),
                done("the log is not there", status="failed"),
@@ -144,8 +139,8 @@ def test_a_law1_denial_is_a_constraint_not_a_failed_target(scripted, artoo_env: 
     written = "the weekly figures are written to a markdown file"
     server = scripted(scenario(
         TaskSpec=[spec("weekly_report", "write the weekly figures as markdown")],
-        Plan=[plan([{**subtask("write report.md", [written]), **uses("write_file")}], ["figures written"]),
-              plan([{**subtask("write report-weekly.md", [written]), **uses("write_file")}], ["figures written"])],
+        Plan=[plan([subtask("write report.md", [written], tools=["write_file"])], ["figures written"]),
+              plan([subtask("write report-weekly.md", [written], tools=["write_file"])], ["figures written"])],
         tools=[call("write_file", path="report.md", content="# week\n3 sales\n"),
                done("the user did not approve overwriting report.md", status="failed"),
                call("write_file", path="report-weekly.md", content="# week\n3 sales\n"), done("written")],
@@ -201,7 +196,7 @@ def test_a_slow_law1_yes_does_not_turn_an_accept_into_an_abandon(scripted, artoo
     written = "report.md holds this week's figures"
     scripted(scenario(
         TaskSpec=[spec("update_report", "update report.md with this week's figures")],
-        Plan=[plan([{**subtask("rewrite report.md", [written]), **uses("write_file")}], ["report updated"])],
+        Plan=[plan([subtask("rewrite report.md", [written], tools=["write_file"])], ["report updated"])],
         tools=[call("write_file", path="report.md", content="# week\n3 sales\n"), done("report.md rewritten")],
         AgentVerdict=[agent(verdict(written, True))],
         TaskVerdict=[task_verdict(verdict("report updated", True))],
