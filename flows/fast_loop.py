@@ -14,6 +14,7 @@ from prefect.logging import get_run_logger
 
 from artoo.config.contracts import ExecutionResult, GapPoint, SubTask, SubTaskOutcome
 from artoo.config.errors import RunFailure
+from artoo.tasks.decision_log import SCOPE
 from artoo.tasks.prefect_tasks import execute_task, validate_task
 from artoo.tasks.roles import agent_validator as r4a
 from artoo.tasks.runtime import get_runtime
@@ -34,12 +35,16 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
     rt.bus.publish(subtask, "R2", "R3", subtask.subtask_id)
-    toolbox = ToolBox(rt.settings, rt.workspace, rt.gate, set(blocked_tools), set(blocked_targets))
+    SCOPE.set({**SCOPE.get(), "subtask": subtask.subtask_id})  # this subflow's own context (gathered task)
+    recorder = rt.decisions.tool_call if rt.decisions is not None else None
+    toolbox = ToolBox(rt.settings, rt.workspace, rt.gate, set(blocked_tools), set(blocked_targets),
+                      recorder=recorder)
     trajectory: list[GapPoint] = []
     correction = None
     max_attempts = rt.settings.ggs.max_retries + 1
     for attempt in range(1, max_attempts + 1):
         denied_before = len(toolbox.law1_denials)
+        SCOPE.set({**SCOPE.get(), "attempt": attempt})
         try:
             result = await execute_task(runtime_id, subtask, toolbox, correction, attempt)
         except RunFailure as exc:

@@ -75,6 +75,8 @@ async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResu
     """R4a: score one attempt's evidence against the subtask's criteria."""
     rt = get_runtime(runtime_id)
     answer = await agent_validator.judge(rt.llm, subtask, result)
+    if rt.decisions is not None:
+        rt.decisions.verdict("R4a", answer, subtask_id=subtask.subtask_id, attempt=attempt)
     logger = get_run_logger()
     for v in answer.verdicts:
         logger.info("  %s %s%s", "PASS" if v.verdict == "pass" else "FAIL", v.criterion,
@@ -88,6 +90,8 @@ async def meta_validate_task(runtime_id: str, manifest: DispatchManifest, outcom
     """R4b: judge the task criteria against the merged output (only when every subtask matched)."""
     rt = get_runtime(runtime_id)
     answer = await meta_validator.judge_task(rt.llm, manifest, outcomes, merged)
+    if rt.decisions is not None:
+        rt.decisions.verdict("R4b", answer)
     logger = get_run_logger()
     for v in answer.verdicts:
         logger.info("  %s %s", "PASS" if v.verdict == "pass" else "FAIL", v.criterion)

@@ -19,10 +19,12 @@ needs the web (the ``network`` flag, or once it has called ``search``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from artoo.config.settings import Settings
@@ -42,7 +44,8 @@ class ToolBox:
     def __init__(self, settings: Settings, workspace: Path, gate: Gate, blocked_tools: set[str] = frozenset(),
                  blocked_targets: set[str] = frozenset(), allowed_roots: list[Path] | None = None, *,
                  search_url: str = DDG_URL, network: bool = False, write_roots: list[Path] | None = None,
-                 sandbox_mode: str | None = None, limits: sandbox.Limits | None = None) -> None:
+                 sandbox_mode: str | None = None, limits: sandbox.Limits | None = None,
+                 recorder: Callable[[dict], None] | None = None) -> None:
         self.settings = settings
         self.workspace = Path(workspace).expanduser()
         self.gate = gate
@@ -63,6 +66,11 @@ class ToolBox:
         self.law1_denials: list[PendingAction] = []
         self.approvals: list[PendingAction] = []
         self._described = False
+        self.recorder = recorder
+        """Told every call with its arguments, output and exit status (the decision log)."""
+        self._exit_code: int | None = None
+        self.last_change_set: object | None = None
+        """What the last call changed on disk, when a tool reports it (recorded as ``change_set``)."""
 
     def specs(self) -> list[dict]:
         """Function-tool specs of the tools not blocked this round."""
@@ -70,6 +78,16 @@ class ToolBox:
 
     async def call(self, name: str, arguments: dict | str | None) -> ToolResult:
         """Run one tool call; every failure comes back as ok=False with a failure class."""
+        self._exit_code, self.last_change_set = None, None
+        result = await self._call(name, arguments)
+        if self.recorder is not None:
+            with contextlib.suppress(Exception):  # recording never breaks a tool call
+                self.recorder({"name": name, "arguments": _arguments(arguments), "ok": result.ok,
+                               "failure_class": result.failure_class, "exit_code": self._exit_code,
+                               "output": result.output, "change_set": _plain(self.last_change_set)})
+        return result
+
+    async def _call(self, name: str, arguments: dict | str | None) -> ToolResult:
         args = _arguments(arguments)
         key = PRIMARY.get(name)
         value = args.get(key) if key else None
@@ -167,12 +185,10 @@ class ToolBox:
             await self._confirm(PendingAction(tool="shell", command=command, targets=verdict.targets,
                                               reason=verdict.reason))
             return await self._run(command, [], approved=True)
-        command, removed = shell.strip_maxdepth(command)
-        notes = [f"[note: removed {', '.join(removed)} from find]"] if removed else []
-        query = shell.find_on_personal_path(command)
+        query = shell.find_on_personal_path(command)  # commands run as written: never edited, only redirected
         if query is not None:
-            return await self._find_via_locate(query, notes)
-        return await self._run(command, notes)
+            return await self._find_via_locate(query, [])
+        return await self._run(command, [])
 
     async def _sandbox(self, approved: bool) -> sandbox.Sandbox:
         """How this command is confined; an approved Law-1 action runs outside bubblewrap, under the limits."""
@@ -200,6 +216,7 @@ class ToolBox:
         argv = shell.build_shell_argv(command, await self._sandbox(approved))
         env = sandbox.scrubbed_env(os.environ)
         done = await shell.run_capped(argv, self.workspace, timeout, limit, env=env)
+        self._exit_code = None if done.timed_out else done.returncode
         if done.timed_out:
             raise ToolError(f"{prefix}timed out after {timeout:g}s (the command and its children were killed)"
                             f"\n{done.output}", "environmental")
@@ -230,6 +247,12 @@ def _log(level: int, message: str) -> None:
     except Exception:  # outside a flow or task run
         logger = logging.getLogger("artoo.tools")
     logger.log(level, message)
+
+
+def _plain(value: object) -> object:
+    """A change set as JSON data (a pydantic model is dumped; None stays None)."""
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if callable(dump) else value
 
 
 def _kind_ok(path: str, kind: str | None) -> bool:
