@@ -30,7 +30,8 @@ def subtask_run_name(round_no: int, index: int, intent: str) -> str:
 
 @flow(name="subtask", validate_parameters=False, log_prints=False, persist_result=False)
 async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[str],
-                       blocked_targets: list[str]) -> SubTaskOutcome:
+                       blocked_targets: list[str],
+                       blocked_pairs: list[tuple[str, str]] | None = None) -> SubTaskOutcome:
     """Run one subtask's fast loop and return its final outcome."""
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
@@ -38,7 +39,7 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
     SCOPE.set({**SCOPE.get(), "subtask": subtask.subtask_id})  # this subflow's own context (gathered task)
     recorder = rt.decisions.tool_call if rt.decisions is not None else None
     toolbox = ToolBox(rt.settings, rt.workspace, rt.gate, set(blocked_tools), set(blocked_targets),
-                      recorder=recorder)
+                      recorder=recorder, blocked_pairs={tuple(p) for p in blocked_pairs or []})
     trajectory: list[GapPoint] = []
     correction = None
     max_attempts = rt.settings.ggs.max_retries + 1

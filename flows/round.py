@@ -62,7 +62,9 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
         logger.warning(cap_note)
     manifest, groups = plan_rules.dispatch(plan, spec.task_id, round_no)
     rt.bus.publish(manifest, "R2", "R4b")
-    outcomes = await _run_groups(runtime_id, rt, round_no, groups, sorted(must_not_tools), sorted(must_not_targets))
+    pairs = sorted(getattr(calibration, "must_not_pairs", set()))  # memory: that tool on that target only
+    outcomes = await _run_groups(runtime_id, rt, round_no, groups, sorted(must_not_tools), sorted(must_not_targets),
+                                 pairs)
     merged = r4b.merge_outputs(outcomes)
     verdicts, summary = None, ""
     if r4b.needs_llm(outcomes):
@@ -119,7 +121,8 @@ async def _plan(runtime_id: str, spec: TaskSpec, block: str, directive: PlanDire
 
 
 async def _run_groups(runtime_id: str, rt: Runtime, round_no: int, groups: list[list[SubTask]],
-                      blocked_tools: list[str], blocked_targets: list[str]) -> list[SubTaskOutcome]:
+                      blocked_tools: list[str], blocked_targets: list[str],
+                      blocked_pairs: list[tuple[str, str]] = ()) -> list[SubTaskOutcome]:
     """Run sequence groups in order, each group's subtasks concurrently."""
     outcomes: list[SubTaskOutcome] = []
     index = 0
@@ -133,7 +136,7 @@ async def _run_groups(runtime_id: str, rt: Runtime, round_no: int, groups: list[
             index += 1
             st = st.model_copy(update={"context": plan_rules.group_context(st.context, outcomes)}) if outcomes else st
             named = subtask_flow.with_options(flow_run_name=subtask_run_name(round_no, index, st.intent))
-            runs.append(named(runtime_id, st, blocked_tools, blocked_targets))
+            runs.append(named(runtime_id, st, blocked_tools, blocked_targets, list(blocked_pairs)))
         outcomes.extend(await asyncio.gather(*runs))
     return outcomes
 

@@ -267,6 +267,25 @@ def test_blocked_target_is_refused_naming_it(tmp_path: Path, ws: Path) -> None:
     assert run(box.call("read_file", {"path": "secret/a.txt.bak"})).ok
 
 
+@pytest.mark.parametrize(("name", "key", "value", "refused"), [
+    ("shell", "command", "ls {x}", True),  # the pair memory says failed
+    ("shell", "command", "ls {y}", False),  # the same tool on another target
+    ("glob", "pattern", "{x}/*", False),  # another tool on the same target
+    ("read_file", "path", "{x}/a.txt", False),
+])
+def test_blocked_pair_refuses_only_that_tool_on_that_target(tmp_path: Path, ws: Path, name: str, key: str,
+                                                             value: str, refused: bool) -> None:
+    for d in ("x", "y"):
+        (ws / d).mkdir()
+        (ws / d / "a.txt").write_text("x")
+    box = make_box(tmp_path, ws, blocked_pairs={("shell", str(ws / "x"))})
+    assert "shell" in [s["function"]["name"] for s in box.specs()]
+    result = run(box.call(name, {key: value.format(x=ws / "x", y=ws / "y")}))
+    assert result.ok is not refused, result.output
+    if refused:
+        assert result.failure_class == "logical" and "memory says shell on" in result.output
+
+
 def test_allowed_roots_refuse_outside_paths(tmp_path: Path, ws: Path) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("x")

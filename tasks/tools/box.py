@@ -45,7 +45,8 @@ class ToolBox:
                  blocked_targets: set[str] = frozenset(), allowed_roots: list[Path] | None = None, *,
                  search_url: str = DDG_URL, network: bool = False, write_roots: list[Path] | None = None,
                  sandbox_mode: str | None = None, limits: sandbox.Limits | None = None,
-                 recorder: Callable[[dict], None] | None = None) -> None:
+                 recorder: Callable[[dict], None] | None = None,
+                 blocked_pairs: set[tuple[str, str]] = frozenset()) -> None:
         self.settings = settings
         self.workspace = Path(workspace).expanduser()
         self.gate = gate
@@ -66,6 +67,8 @@ class ToolBox:
         self.law1_denials: list[PendingAction] = []
         self.approvals: list[PendingAction] = []
         self._described = False
+        self.blocked_pairs = {(tool, target) for tool, target in blocked_pairs if tool and target}
+        """(tool, target) pairs memory says failed: that tool may not take that target; others may."""
         self.recorder = recorder
         """Told every call with its arguments, output and exit status (the decision log)."""
         self._exit_code: int | None = None
@@ -107,6 +110,11 @@ class ToolBox:
             return self._result(name, value, ToolError(
                 f"{name} refused: {value!r} involves {target!r}, a target the GGS blocked for this round "
                 "(it failed before); use a different target", "environmental"))
+        pair = next((t for tool, t in sorted(self.blocked_pairs) if tool == name and (value == t or t in value)), None)
+        if pair is not None:
+            return self._result(name, value, ToolError(
+                f"{name} refused: memory says {name} on {pair!r} failed before; use another tool for it, "
+                "or another target", "logical"))
         try:
             output = await self._dispatch(name, value, args)
         except ToolError as exc:
