@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 
 from prefect.context import FlowRunContext
 from prefect.input import RunInput
@@ -45,18 +46,27 @@ def resolve_mode(settings: Settings) -> str:
     return "console" if sys.stdin is not None and sys.stdin.isatty() else "deny"
 
 
-def make_gate(settings: Settings, mode: str, decisions: list[str]):
-    """An async gate(PendingAction) -> bool that records every decision in ``decisions``."""
+def make_gate(settings: Settings, mode: str, decisions: list[str], waits: list[float] | None = None):
+    """An async gate(PendingAction) -> bool that records every decision in ``decisions``.
+
+    ``waits`` receives the seconds each question waited for the person's answer: that is
+    the person's time, not the agent's, so the medium loop keeps it out of Ω.  Questions are
+    asked one at a time, so the waits never overlap.
+    """
     lock = asyncio.Lock()
 
     async def gate(action) -> bool:
         logger = get_run_logger()
         async with lock:  # one question at a time, even with parallel subtasks
+            asked = time.monotonic()
             approved = await _ask(mode, action, settings)
+            waited = time.monotonic() - asked
+        if waits is not None:
+            waits.append(waited)
         verdict = "approved" if approved else "denied"
         decisions.append(f"{verdict}: {action.command}")
-        logger.warning("[LAW1] %s by %s: %s (targets: %s)", verdict, "user" if approved else mode,
-                       action.command, ", ".join(action.targets))
+        logger.warning("[LAW1] %s by %s after %.1f s: %s (targets: %s)", verdict, "user" if approved else mode,
+                       waited, action.command, ", ".join(action.targets))
         return approved
 
     return gate

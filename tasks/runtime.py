@@ -36,6 +36,8 @@ class Runtime:
     """Wall time spent inside tools (cost report)."""
     decisions: Any | None = None
     """The run's DecisionLog (artoo.tasks.decision_log), or None when it is off."""
+    law1_waits: list[float] = field(default_factory=list)
+    """Seconds each Law-1 question waited for the person: excluded from Ω, reported on its own."""
 
 
 _REGISTRY: dict[str, Runtime] = {}

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from artoo.config.settings import Settings
+from artoo.tasks.failure import call_targets, looks_like_path, normalise
 from artoo.tasks.law1.judge import judge_command, judge_write, real_exists
 from artoo.tasks.tools import files, sandbox, shell
 from artoo.tasks.tools.locate import locate
@@ -50,7 +51,9 @@ class ToolBox:
         self.workspace = Path(workspace).expanduser()
         self.gate = gate
         self.blocked_tools = set(blocked_tools)
-        self.blocked_targets = {t for t in blocked_targets if t}
+        self.blocked_targets = {normalise(t, self.workspace) if looks_like_path(t) else t.strip()
+                                for t in blocked_targets if t and t.strip()}
+        """Normalised as call targets are (artoo.tasks.failure), so they match exactly, never by substring."""
         self.allowed_roots = allowed_roots
         self.read_roots = [Path(r).expanduser() for r in allowed_roots or [self.workspace, Path.home()]]
         self.write_roots = [Path(r).expanduser() for r in write_roots or [self.workspace]]
@@ -64,7 +67,8 @@ class ToolBox:
         self.law1_denials: list[PendingAction] = []
         self.approvals: list[PendingAction] = []
         self._described = False
-        self.blocked_pairs = {(tool, target) for tool, target in blocked_pairs if tool and target}
+        self.blocked_pairs = {(tool, normalise(t, self.workspace) if looks_like_path(t) else t.strip())
+                              for tool, t in blocked_pairs if tool and t and t.strip()}
         """(tool, target) pairs memory says failed: that tool may not take that target; others may."""
         self.recorder = recorder
         """Told every call with its arguments, output and exit status (the decision log)."""
@@ -101,12 +105,13 @@ class ToolBox:
         if not isinstance(value, str) or not value.strip():
             return self._result(name, shown, ToolError(f"tool {name} needs a non-empty string argument "
                                                        f"{key!r}", "logical"))
-        target = next((t for t in sorted(self.blocked_targets) if value == t or t in value), None)
+        targets = call_targets(name, value, self.workspace)  # exact normalised targets, never a substring
+        target = next((t for t in targets if t in self.blocked_targets), None)
         if target is not None:
             return self._result(name, value, ToolError(
                 f"{name} refused: {value!r} involves {target!r}, a target the GGS blocked for this round "
                 "(it failed before); use a different target", "environmental"))
-        pair = next((t for tool, t in sorted(self.blocked_pairs) if tool == name and (value == t or t in value)), None)
+        pair = next((t for t in targets if (name, t) in self.blocked_pairs), None)  # that tool there only
         if pair is not None:
             return self._result(name, value, ToolError(
                 f"{name} refused: memory says {name} on {pair!r} failed before; use another tool for it, "
@@ -122,6 +127,13 @@ class ToolBox:
         return self._result(name, value, output)
 
     def _result(self, name: str, shown: str, outcome: str | ToolError) -> ToolResult:
+        result = self._shaped(name, shown, outcome)
+        result.input = shown
+        result.targets = call_targets(name, shown, self.workspace) if name in PRIMARY else []
+        result.denied = bool(getattr(outcome, "denied", False))
+        return result
+
+    def _shaped(self, name: str, shown: str, outcome: str | ToolError) -> ToolResult:
         limit = self.settings.tools.head_tail_limit
         ok = not isinstance(outcome, ToolError)
         output = head_tail(str(outcome), limit).replace("\x00", "\ufffd")  # PostgreSQL cannot store NUL
@@ -170,8 +182,10 @@ class ToolBox:
             action = action.model_copy(update={"reason": f"{action.reason} (gate failed: {exc})"})
         if not approved:
             self.law1_denials.append(action)
-            raise ToolError(f"[LAW1] denied: {action.command}\nThe user did not approve this irreversible "
-                            f"action ({action.reason}). Nothing was changed.", "environmental")
+            refusal = ToolError(f"[LAW1] denied: {action.command}\nThe user did not approve this irreversible "
+                                f"action ({action.reason}). Nothing was changed.", "environmental")
+            refusal.denied = True
+            raise refusal
         self.approvals.append(action)
 
     async def _shell(self, command: str) -> str:
