@@ -34,7 +34,8 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
     rt.bus.publish(subtask, "R2", "R3", subtask.subtask_id)
-    toolbox = ToolBox(rt.settings, rt.workspace, rt.gate, set(blocked_tools), set(blocked_targets))
+    toolbox = ToolBox(rt.settings, rt.workspace, rt.gate, set(blocked_tools), set(blocked_targets),
+                      created=rt.created)
     trajectory: list[GapPoint] = []
     correction = None
     max_attempts = rt.settings.ggs.max_retries + 1
