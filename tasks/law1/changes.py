@@ -12,7 +12,6 @@ changing its mode is a question, and so is any change outside the workspace.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import Literal
 
@@ -127,8 +126,3 @@ def _size(value: int | None) -> str:
 
 def _octal(mode: int | None) -> str:
     return "?" if mode is None else oct(mode & 0o7777)[2:].zfill(4)
-
-
-def normal(path: str) -> str:
-    """A path folded (no ``..``, no trailing slash) for set membership."""
-    return os.path.normpath(path)
