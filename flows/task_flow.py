@@ -105,7 +105,7 @@ def _open_runtime(settings: Settings, workspace: Path) -> Runtime:
     mode = resolve_mode(settings)
     runtime = Runtime(settings=settings, llm=OpenAICompatLLM(settings, max_retries=settings.llm_max_retries),
                       store=store, bus=Bus("pending", run_id=flow_run.id), workspace=workspace,
-                      gate=make_gate(settings, mode, decisions), law1_events=decisions)
+                      gate=make_gate(settings, mode, decisions, top_run_id=flow_run.id), law1_events=decisions)
     logger.info("workspace %s, Law-1 confirmations: %s", workspace, mode)
     return runtime
 
