@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from uuid import UUID
 
 from prefect.context import FlowRunContext
@@ -69,21 +70,29 @@ def resolve_mode(settings: Settings) -> str:
     return "console" if sys.stdin is not None and sys.stdin.isatty() else "deny"
 
 
-def make_gate(settings: Settings, mode: str, decisions: list[str], top_run_id: str | None = None):
+def make_gate(settings: Settings, mode: str, decisions: list[str], waits: list[float] | None = None,
+              top_run_id: str | None = None):
     """An async gate(PendingAction) -> bool that records every decision in ``decisions``.
 
-    ``top_run_id`` is the run a person watches: a paused question is announced there.
+    ``waits`` receives the seconds each question waited for the person's answer: that is
+    the person's time, not the agent's, so the medium loop keeps it out of Ω.  Questions are
+    asked one at a time, so the waits never overlap.  ``top_run_id`` is the run a person
+    watches: a paused question is announced there.
     """
     lock = asyncio.Lock()
 
     async def gate(action) -> bool:
         logger = get_run_logger()
         async with lock:  # one question at a time, even with parallel subtasks
+            asked = time.monotonic()
             approved = await _ask(mode, action, settings, top_run_id)
+            waited = time.monotonic() - asked
+        if waits is not None:
+            waits.append(waited)
         verdict = "approved" if approved else "denied"
         decisions.append(f"{verdict}: {action.command}")
-        logger.warning("[LAW1] %s by %s: %s (targets: %s)", verdict, "user" if approved else mode,
-                       action.command, ", ".join(action.targets))
+        logger.warning("[LAW1] %s by %s after %.1f s: %s (targets: %s)", verdict, "user" if approved else mode,
+                       waited, action.command, ", ".join(action.targets))
         return approved
 
     return gate

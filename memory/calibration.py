@@ -6,11 +6,14 @@ prefer, else must not) and what ``tool:*``/``path:*`` Megrams say about tools an
 targets, keeps the strongest ``max_entries`` memory lines (MUST NOT first, in the spec's
 priority order), and merges the MUST NOT set with the GGS's blocked tools and targets.
 
-Tool memory is read the way the GGS writes it: one Megram per (tool, target).  A tool
-whose pairs add up to Avoid failed logically (change_approach: "tool class
-blacklisted") and goes into ``must_not_tools``; a single pair that is Avoid while its
-tool overall is not marks the *target* as failing (``must_not_targets``).  A SHOULD
-PREFER line that names a tool or target under MUST NOT is dropped: MUST NOT wins.
+Tool memory is read the way the GGS writes it: one Megram per (tool, target), and each
+pair stands alone.  A pair that is Avoid restricts *that tool on that target*
+(``must_not_pairs``: "MUST NOT use shell on /srv/x"); it never takes the tool away
+everywhere, because the pairs of a tool come from other tasks on other paths, and summing
+them would let one bad week on one directory ban ``shell`` for every task (paper §6.3:
+the tool is not at fault when a path is blocked).  Only the GGS's ``blocked_tools`` of
+*this* task become ``must_not_tools``.  A SHOULD PREFER line that names a tool, target
+or pair under MUST NOT is dropped: MUST NOT wins.
 """
 
 from __future__ import annotations
@@ -20,8 +23,6 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from artoo.config.contracts import Potentials, SOPRecord
-from artoo.config.settings import MemoryParams
-from artoo.memory.potentials import combine
 from artoo.memory.tags import ENV_LOCAL, intent_space, tool_space
 
 
@@ -33,6 +34,9 @@ class Calibration(BaseModel):
     caution: list[str] = Field(default_factory=list, description="CAUTION lines: confirm or sandbox.")
     must_not_tools: set[str] = Field(default_factory=set, description="Tools no subtask may use.")
     must_not_targets: set[str] = Field(default_factory=set, description="Inputs no tool may be given.")
+    must_not_pairs: set[tuple[str, str]] = Field(
+        default_factory=set, description="(tool, target) pairs from memory: that tool must not be given that target."
+    )
     space: str = Field("", description="The intent's memory space that was queried.")
     entity: str = Field(ENV_LOCAL, description="The entity that was queried.")
     potentials: Potentials | None = Field(None, description="QueryMK's answer for (space, entity).")
@@ -55,6 +59,9 @@ class Calibration(BaseModel):
         if self.must_not_targets:
             targets = ", ".join(sorted(self.must_not_targets))
             sections.append(f"Targets that must not be reused as tool inputs: {targets}")
+        if self.must_not_pairs:
+            pairs = ", ".join(f"{tool!r} on {target!r}" for tool, target in sorted(self.must_not_pairs))
+            sections.append(f"Tool/target pairs that must not be used (other tools and targets are fine): {pairs}")
         return "MEMORY CALIBRATION\n" + "\n\n".join(sections) if sections else ""
 
 
@@ -98,59 +105,26 @@ def _strip(value: str, prefix: str) -> str:
     return value[len(prefix) :] if value.startswith(prefix) else value
 
 
-def _tool_entries(tool_memory: list[tuple[str, str, Potentials]], params: MemoryParams) -> list[_Entry]:
-    by_tool: dict[str, list[tuple[str, Potentials]]] = {}
-    for space, entity, p in tool_memory:
+def _pair_entry(tool: str, target: str, p: Potentials) -> _Entry | None:
+    """One (tool, target) pair's line; the pair alone decides, never the tool's other pairs."""
+    if p.action == "Avoid":
+        text = f"use the tool {tool!r} on {target!r} (failed before; {_numbers(p)})"
+        return _Entry("must_not", 3, -p.decision, text, tool=tool, target=target)
+    if p.action == "Exploit":
+        return _Entry("prefer", 6, p.decision, f"the tool {tool!r} on {target!r} ({_numbers(p)})", tool, target)
+    if p.action == "Caution":
+        text = f"the tool {tool!r} on {target!r} has a mixed or dead-end record ({_numbers(p)})"
+        return _Entry("caution", 8, p.attention, text, tool=tool, target=target)
+    return None
+
+
+def _tool_entries(tool_memory: list[tuple[str, str, Potentials]]) -> list[_Entry]:
+    entries = []
+    for space, entity, p in sorted(tool_memory, key=lambda row: (row[0], row[1])):
         if space.startswith("tool:"):
-            by_tool.setdefault(_strip(space, "tool:"), []).append((_strip(entity, "path:"), p))
-    entries: list[_Entry] = []
-    for tool, pairs in sorted(by_tool.items()):
-        overall = combine((p for _, p in pairs), params)
-        if overall.action == "Avoid":
-            entries.append(
-                _Entry(
-                    "must_not",
-                    2,
-                    -overall.decision,
-                    f"use the tool {tool!r} (failed before; {_numbers(overall)})",
-                    tool=tool,
-                )
-            )
-            continue
-        for target, p in pairs:
-            if p.action == "Avoid":
-                entries.append(
-                    _Entry(
-                        "must_not",
-                        3,
-                        -p.decision,
-                        f"give {target!r} to the tool {tool!r} (failed before; {_numbers(p)})",
-                        tool=tool,
-                        target=target,
-                    )
-                )
-            elif p.action == "Exploit":
-                entries.append(
-                    _Entry(
-                        "prefer",
-                        6,
-                        p.decision,
-                        f"the tool {tool!r} on {target!r} ({_numbers(p)})",
-                        tool=tool,
-                        target=target,
-                    )
-                )
-            elif p.action == "Caution":
-                entries.append(
-                    _Entry(
-                        "caution",
-                        8,
-                        p.attention,
-                        f"the tool {tool!r} on {target!r} has a mixed or dead-end record ({_numbers(p)})",
-                        tool=tool,
-                        target=target,
-                    )
-                )
+            entry = _pair_entry(_strip(space, "tool:"), _strip(entity, "path:"), p)
+            if entry is not None:
+                entries.append(entry)
     return entries
 
 
@@ -162,23 +136,20 @@ def calibrate(
     blocked_tools: list[str] | set[str],
     blocked_targets: list[str] | set[str],
     max_entries: int = 10,
-    params: MemoryParams | None = None,
 ) -> Calibration:
     """The calibration for one planning round (pure: no I/O, no LLM)."""
-    params = params or MemoryParams()
-    entries = [_sop_entry(s) for s in sops] + _tool_entries(tool_memory, params)
+    entries = [_sop_entry(s) for s in sops] + _tool_entries(tool_memory)
     if (intent_entry := _intent_entry(intent, potentials)) is not None:
         entries.append(intent_entry)
     entries.sort(key=lambda e: (e.rank, -e.weight, e.text))
     kept = entries[: max(0, max_entries)]
-    tools = set(blocked_tools) | {
-        e.tool for e in kept if e.section == "must_not" and e.target is None and e.tool
-    }
-    targets = set(blocked_targets) | {e.target for e in kept if e.section == "must_not" and e.target}
-    kept = [e for e in kept if e.section == "must_not" or (e.tool not in tools and e.target not in targets)]
+    tools, targets = set(blocked_tools), set(blocked_targets)
+    pairs = {(e.tool, e.target) for e in kept if e.section == "must_not" and e.tool and e.target}
+    kept = [e for e in kept if e.section == "must_not"
+            or (e.tool not in tools and e.target not in targets and (e.tool, e.target) not in pairs)]
     must_not = [e.text for e in kept if e.section == "must_not"]
-    must_not += [f"use the tool {t!r} (blocked in this task)" for t in sorted(set(blocked_tools))]
-    must_not += [f"reuse {t!r} as a tool input (blocked in this task)" for t in sorted(set(blocked_targets))]
+    must_not += [f"use the tool {t!r} (blocked in this task)" for t in sorted(tools)]
+    must_not += [f"reuse {t!r} as a tool input (blocked in this task)" for t in sorted(targets)]
     return Calibration(
         space=intent_space(intent),
         potentials=potentials,
@@ -188,6 +159,7 @@ def calibrate(
         caution=[e.text for e in kept if e.section == "caution"],
         must_not_tools=tools,
         must_not_targets=targets,
+        must_not_pairs=pairs,
     )
 
 
@@ -214,5 +186,4 @@ def calibrate_from_store(
         blocked_tools,
         blocked_targets,
         store.params.max_calibration_entries,
-        store.params,
     )

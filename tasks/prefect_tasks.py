@@ -45,11 +45,11 @@ async def perceive_task(runtime_id: str, raw_input: str, history: list[dict]) ->
 @task(name="R2 · plan", task_run_name="R2 · plan{suffix}", **ROLE_TASK)
 async def plan_task(runtime_id: str, spec: TaskSpec, calibration_block: str, directive: PlanDirective | None,
                     must_not_tools: set[str], must_not_targets: set[str], prior_summary: str,
-                    problems: list[str] | None, suffix: str = "") -> PlanAnswer:
+                    problems: list[str] | None, suffix: str = "", evidence: str = "") -> PlanAnswer:
     """R2: ask the planner for a plan under the MUST NOT set (suffix names a re-ask)."""
     rt = get_runtime(runtime_id)
     answer = await planner.plan(rt.llm, spec, calibration_block, directive, must_not_tools, must_not_targets,
-                                prior_summary, problems)
+                                prior_summary, problems, evidence)
     get_run_logger().info("plan: %d subtasks, %d task criteria", len(answer.subtasks), len(answer.task_criteria))
     return answer
 
@@ -75,6 +75,8 @@ async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResu
     """R4a: score one attempt's evidence against the subtask's criteria."""
     rt = get_runtime(runtime_id)
     answer = await agent_validator.judge(rt.llm, subtask, result)
+    if rt.decisions is not None:
+        rt.decisions.verdict("R4a", answer, subtask_id=subtask.subtask_id, attempt=attempt)
     logger = get_run_logger()
     for v in answer.verdicts:
         logger.info("  %s %s%s", "PASS" if v.verdict == "pass" else "FAIL", v.criterion,
@@ -88,6 +90,8 @@ async def meta_validate_task(runtime_id: str, manifest: DispatchManifest, outcom
     """R4b: judge the task criteria against the merged output (only when every subtask matched)."""
     rt = get_runtime(runtime_id)
     answer = await meta_validator.judge_task(rt.llm, manifest, outcomes, merged)
+    if rt.decisions is not None:
+        rt.decisions.verdict("R4b", answer)
     logger = get_run_logger()
     for v in answer.verdicts:
         logger.info("  %s %s", "PASS" if v.verdict == "pass" else "FAIL", v.criterion)

@@ -165,6 +165,7 @@ MODES = ("ephemeral", "local")
 EXPECTED = {
     **{f"overhead.{s}.{m}": (s != "par4") for s in ("one", "par4", "replans") for m in MODES},
     "overhead.process": True,
+    "overhead.process_cold": True,
     **{f"parallel.n{n}.{m}": n == 8 for n in (1, 8) for m in MODES},
     **{f"economy.{s}.sequential_role_calls": True for s in ("one", "par4", "replans", "retry")},
     **{f"economy.{s}.prompt_tokens": False for s in ("one", "par4", "replans", "retry")},

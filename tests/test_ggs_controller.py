@@ -203,13 +203,14 @@ def test_replan_budget_spent_abandons_with_chain_of_directives():
 # --- MUST NOT injection --------------------------------------------------------------------------
 
 def test_blocked_targets_accumulate_across_rounds():
+    """Only the call that ended a failing subtask is blamed (before #13 every input was: /d/b.csv too)."""
     controller = ctrl(FLAT)
     first = controller.evaluate(rr([failing(1, 1, "environmental", [A_CSV]),
                                     failing(1, 1, "logical", ["shell: wc -l x → 0"], "l")]), 0)
     calls = [B_CSV, "shell: curl http://h → timeout"]
     second = controller.evaluate(rr([failing(1, 1, "environmental", calls)]), 0)
     assert first.directive.blocked_targets == ["/d/a.csv"]
-    assert second.directive.blocked_targets == ["/d/a.csv", "/d/b.csv", "curl http://h"]
+    assert second.directive.blocked_targets == ["/d/a.csv", "curl http://h"]
     assert [(m.space, m.entity) for m in second.megrams][-1] == ("tool:shell", "path:curl http://h")
 
 

@@ -55,20 +55,38 @@ def test_sops_by_sign(sigma, section):
     assert getattr(c, section) == ["always run the tests"]
 
 
-def test_tool_memory_blocks_tools_and_targets():
-    tool_memory = [
-        (tool_space("shell"), path_entity("/etc/hosts"), pot(0.85, -0.85)),  # the tool failed: blacklisted
-        (tool_space("read"), path_entity("/secret"), pot(0.9, -0.9)),  # read fails on one target...
-        (tool_space("read"), path_entity("/a"), pot(1.6, 1.6)),  # ...but works elsewhere
-        (tool_space("read"), path_entity("/b"), pot(0.9, 0.0)),  # dead end: caution
-        (tool_space("write"), path_entity("/c"), pot(0.2, -0.2)),  # too faint: ignored
-    ]
+SHELL_ELSEWHERE = [  # another task's change_approach, twice on one path, once on another
+    (tool_space("shell"), path_entity("/srv/x"), pot(1.7, -1.7)),
+    (tool_space("shell"), path_entity("/srv/y/app.log"), pot(0.85, -0.85)),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool_memory", "pairs", "section_lines"),
+    [
+        (SHELL_ELSEWHERE, {("shell", "/srv/x"), ("shell", "/srv/y/app.log")},
+         {"must_not": ["'shell' on '/srv/x'", "'shell' on '/srv/y/app.log'"]}),
+        ([(tool_space("read"), path_entity("/secret"), pot(0.9, -0.9)),  # fails on one target...
+          (tool_space("read"), path_entity("/a"), pot(1.6, 1.6))],  # ...works on another: both said
+         {("read", "/secret")}, {"must_not": ["'read' on '/secret'"], "prefer": ["'read' on '/a'"]}),
+        ([(tool_space("read"), path_entity("/b"), pot(0.9, 0.0))], set(), {"caution": ["'read' on '/b'"]}),
+        ([(tool_space("write"), path_entity("/c"), pot(0.2, -0.2))], set(), {}),  # too faint: ignored
+        ([(tool_space("shell"), path_entity("/srv/x"), pot(1.7, -1.7)),  # MUST NOT wins over the same pair's
+          (tool_space("shell"), path_entity("/srv/x"), pot(1.7, 1.7))],  # prefer (never happens from one store)
+         {("shell", "/srv/x")}, {"must_not": ["'shell' on '/srv/x'"]}),
+    ],
+)
+def test_tool_memory_restricts_a_tool_on_a_target_never_the_tool(tool_memory, pairs, section_lines):
     c = calibrate("x", [], IGNORE, tool_memory, [], [])
-    assert c.must_not_tools == {"shell"}
-    assert c.must_not_targets == {"/secret"}
-    assert [line for line in c.prefer if "'read'" in line and "'/a'" in line]
-    assert [line for line in c.caution if "'/b'" in line]
-    assert not [line for line in c.prefer + c.caution + c.must_not if "'write'" in line]
+    assert c.must_not_tools == set() and c.must_not_targets == set()
+    assert c.must_not_pairs == pairs
+    for section in ("must_not", "prefer", "caution"):
+        lines = getattr(c, section)
+        wanted = section_lines.get(section, [])
+        assert len(lines) == len(wanted) and all(w in line for w, line in zip(wanted, lines, strict=True))
+    if pairs:
+        assert "Tools that must not appear in any subtask" not in c.prompt_block()
+        assert "Tool/target pairs that must not be used" in c.prompt_block()
 
 
 def test_merged_must_not_set_and_must_not_wins_over_prefer():
@@ -135,9 +153,10 @@ def test_from_store_queries_intent_and_plan_tools(tmp_path):
     write(4, tool_space("grep"), path_entity("/var/log"), 0.85, -1.0)
     store.ingest()
     full = calibrate_from_store(store, intent, [], [])
-    assert full.must_not_tools == {"shell", "grep"}
+    assert full.must_not_tools == set()
+    assert full.must_not_pairs == {("shell", "/var/log"), ("grep", "/var/log")}
     assert "c2" in full.prefer and any("worked before" in line for line in full.prefer)
     assert [s.id for s in full.sops] == ["m2"]
     planned = calibrate_from_store(store, intent, ["curl"], [], plan_tools=["grep"])
-    assert planned.must_not_tools == {"grep", "curl"}
+    assert planned.must_not_tools == {"curl"} and planned.must_not_pairs == {("grep", "/var/log")}
     store.close()

@@ -28,15 +28,18 @@ needs the web (the ``network`` flag, or once it has called ``search``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import dataclasses
 import json
 import logging
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from artoo.config.settings import Settings
+from artoo.tasks.failure import call_targets, looks_like_path, normalise
 from artoo.tasks.law1 import changes as law1_changes
 from artoo.tasks.law1.judge import PolicyVerdict, judge_command, judge_write, real_exists
 from artoo.tasks.tools import changeset, doors, files, overlay, sandbox, shell
@@ -54,12 +57,15 @@ class ToolBox:
                  blocked_targets: set[str] = frozenset(), allowed_roots: list[Path] | None = None, *,
                  search_url: str = DDG_URL, network: bool = False, write_roots: list[Path] | None = None,
                  sandbox_mode: str | None = None, limits: sandbox.Limits | None = None,
-                 created: set[str] | None = None) -> None:
+                 recorder: Callable[[dict], None] | None = None,
+                 blocked_pairs: set[tuple[str, str]] = frozenset(), created: set[str] | None = None) -> None:
         self.settings = settings
         self.workspace = Path(workspace).expanduser()
         self.gate = gate
         self.blocked_tools = set(blocked_tools)
-        self.blocked_targets = {t for t in blocked_targets if t}
+        self.blocked_targets = {normalise(t, self.workspace) if looks_like_path(t) else t.strip()
+                                for t in blocked_targets if t and t.strip()}
+        """Normalised as call targets are (artoo.tasks.failure), so they match exactly, never by substring."""
         self.allowed_roots = allowed_roots
         self.read_roots = [Path(r).expanduser() for r in allowed_roots or [self.workspace, Path.home()]]
         self.write_roots = [Path(r).expanduser() for r in write_roots or [self.workspace]]
@@ -76,6 +82,13 @@ class ToolBox:
         self.approvals: list[PendingAction] = []
         self._described = False
         self._law1_described = False
+        self.blocked_pairs = {(tool, target) for tool, target in blocked_pairs if tool and target}
+        """(tool, target) pairs memory says failed: that tool may not take that target; others may."""
+        self.recorder = recorder
+        """Told every call with its arguments, output and exit status (the decision log)."""
+        self._exit_code: int | None = None
+        self.last_change_set: object | None = None
+        """What the last call changed on disk, when a tool reports it (recorded as ``change_set``)."""
 
     def specs(self) -> list[dict]:
         """Function-tool specs of the tools not blocked this round."""
@@ -83,6 +96,16 @@ class ToolBox:
 
     async def call(self, name: str, arguments: dict | str | None) -> ToolResult:
         """Run one tool call; every failure comes back as ok=False with a failure class."""
+        self._exit_code, self.last_change_set = None, None
+        result = await self._call(name, arguments)
+        if self.recorder is not None:
+            with contextlib.suppress(Exception):  # recording never breaks a tool call
+                self.recorder({"name": name, "arguments": _arguments(arguments), "ok": result.ok,
+                               "failure_class": result.failure_class, "exit_code": self._exit_code,
+                               "output": result.output, "change_set": _plain(self.last_change_set)})
+        return result
+
+    async def _call(self, name: str, arguments: dict | str | None) -> ToolResult:
         args = _arguments(arguments)
         key = PRIMARY.get(name)
         value = args.get(key) if key else None
@@ -96,11 +119,17 @@ class ToolBox:
         if not isinstance(value, str) or not value.strip():
             return self._result(name, shown, ToolError(f"tool {name} needs a non-empty string argument "
                                                        f"{key!r}", "logical"))
-        target = next((t for t in sorted(self.blocked_targets) if value == t or t in value), None)
+        targets = call_targets(name, value, self.workspace)  # exact normalised targets, never a substring
+        target = next((t for t in targets if t in self.blocked_targets), None)
         if target is not None:
             return self._result(name, value, ToolError(
                 f"{name} refused: {value!r} involves {target!r}, a target the GGS blocked for this round "
                 "(it failed before); use a different target", "environmental"))
+        pair = next((t for tool, t in sorted(self.blocked_pairs) if tool == name and (value == t or t in value)), None)
+        if pair is not None:
+            return self._result(name, value, ToolError(
+                f"{name} refused: memory says {name} on {pair!r} failed before; use another tool for it, "
+                "or another target", "logical"))
         try:
             output = await self._dispatch(name, value, args)
         except ToolError as exc:
@@ -112,6 +141,13 @@ class ToolBox:
         return self._result(name, value, output)
 
     def _result(self, name: str, shown: str, outcome: str | ToolError) -> ToolResult:
+        result = self._shaped(name, shown, outcome)
+        result.input = shown
+        result.targets = call_targets(name, shown, self.workspace) if name in PRIMARY else []
+        result.denied = bool(getattr(outcome, "denied", False))
+        return result
+
+    def _shaped(self, name: str, shown: str, outcome: str | ToolError) -> ToolResult:
         limit = self.settings.tools.head_tail_limit
         ok = not isinstance(outcome, ToolError)
         output = head_tail(str(outcome), limit).replace("\x00", "\ufffd")  # PostgreSQL cannot store NUL
@@ -164,8 +200,10 @@ class ToolBox:
             action = action.model_copy(update={"reason": f"{action.reason} (gate failed: {exc})"})
         if not approved:
             self.law1_denials.append(action)
-            raise ToolError(f"[LAW1] denied: {action.command}\nThe user did not approve this irreversible "
-                            f"action ({action.reason}). Nothing was changed.", "environmental")
+            refusal = ToolError(f"[LAW1] denied: {action.command}\nThe user did not approve this irreversible "
+                                f"action ({action.reason}). Nothing was changed.", "environmental")
+            refusal.denied = True
+            raise refusal
         self.approvals.append(action)
 
     async def _shell(self, command: str) -> str:
@@ -175,13 +213,11 @@ class ToolBox:
             if not effect or (self.network and _unobservable(verdict)):
                 await self._confirm(PendingAction(tool="shell", command=command, targets=verdict.targets,
                                                   reason=verdict.reason))
-            return await self._run(command, [])  # exactly as written: no rewrite widens a destructive find
-        command, removed = shell.strip_maxdepth(command)
-        notes = [f"[note: removed {', '.join(removed)} from find]"] if removed else []
-        query = shell.find_on_personal_path(command)
+            return await self._run(command, [])
+        query = shell.find_on_personal_path(command)  # commands run as written: never edited, only redirected
         if query is not None:
-            return await self._find_via_locate(query, notes)
-        return await self._run(command, notes)
+            return await self._find_via_locate(query, [])
+        return await self._run(command, [])
 
     async def _by_effect(self) -> bool:
         """Whether Law 1 judges this command by its observed effect (else by its text; logged once)."""
@@ -241,6 +277,7 @@ class ToolBox:
                 os.close(fd)
             if view is not None:
                 view.close()
+        self._exit_code = None if done.timed_out else done.returncode
         if done.timed_out:
             raise ToolError(f"{prefix}timed out after {timeout:g}s (the command and its children were killed)"
                             f"\n{done.output}{settled}", "environmental")
@@ -259,6 +296,7 @@ class ToolBox:
         found = await asyncio.to_thread(changeset.compute, layer.upper, layer.root)
         if not found:
             return ""
+        self.last_change_set = [c.model_dump(mode="json") for c in found]
         ruling = law1_changes.rule(found, self.created, str(layer.root))
         if ruling.ask:
             action = PendingAction(tool="shell", command=command, targets=[c.path for c in ruling.ask],
@@ -267,8 +305,10 @@ class ToolBox:
                 await self._confirm(action)
             except ToolError as exc:
                 printed = f"\nIt printed:\n{output.rstrip()}" if output.strip() else ""
-                raise ToolError(f"{exc}\nIts changes were discarded:\n{law1_changes.summary(found)}{printed}",
-                                exc.failure_class) from None
+                refusal = ToolError(f"{exc}\nIts changes were discarded:\n{law1_changes.summary(found)}{printed}",
+                                    exc.failure_class)
+                refusal.denied = True
+                raise refusal from None
         await asyncio.to_thread(changeset.commit, layer.upper, layer.root)
         self._own(found)
         return f"\n[changes committed]\n{law1_changes.summary(found)}"
@@ -302,6 +342,10 @@ def _log(level: int, message: str) -> None:
 def _unobservable(verdict: PolicyVerdict) -> bool:
     """Whether the text judge found what no overlay sees: data sent off the machine."""
     return re.search(r"(^|; )network\b", verdict.reason) is not None
+def _plain(value: object) -> object:
+    """A change set as JSON data (a pydantic model is dumped; None stays None)."""
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if callable(dump) else value
 
 
 def _kind_ok(path: str, kind: str | None) -> bool:

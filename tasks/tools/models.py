@@ -18,6 +18,10 @@ class ToolResult(BaseModel):
     failure_class: FailureClass | None = Field(None, description="logical: wrong approach; environmental: "
                                                "the world (or a guard) blocked it.")
     evidence: str = Field(description="`name: input → firstN(output, 200)`, recorded by code for R4a.")
+    input: str = Field("", description="The call's primary argument as the model gave it.")
+    targets: list[str] = Field(default_factory=list, description="The call's normalised targets "
+                               "(artoo.tasks.failure.call_targets): what a failure of it is attributed to.")
+    denied: bool = Field(False, description="True when the Law-1 gate refused the call.")
 
 
 class PendingAction(BaseModel):
@@ -41,3 +45,5 @@ class ToolError(Exception):
     def __init__(self, message: str, failure_class: FailureClass = "logical") -> None:
         super().__init__(message)
         self.failure_class: FailureClass = failure_class
+        self.denied = False
+        """Set when the Law-1 gate refused the action: a constraint, not a failed target."""
