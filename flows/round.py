@@ -93,7 +93,7 @@ def _calibrate(rt: Runtime, spec: TaskSpec, blocked_tools: list[str], blocked_ta
         logger.warning("memory calibration unavailable: %s", exc)
         return None
     query = MemoryQuery(task_id=spec.task_id, space=calibration.space, entity=calibration.entity,
-                        potentials=calibration.potentials, sop_count=len(calibration.sops))
+                        potentials=calibration.potentials, sop_count=len(calibration.sops) + len(calibration.tool_sops))
     rt.bus.publish(query, "R2", "R5")
     logger.info("memory %s/%s: %s", query.space, query.entity,
                 query.potentials.action if query.potentials else "none")

@@ -29,7 +29,7 @@ from artoo.config.contracts import (
     SubTaskOutcome,
 )
 from artoo.config.settings import GGSParams, load_settings
-from artoo.memory.tags import ENV_LOCAL, intent_space, path_entity, tool_space
+from artoo.memory.tags import ENV_LOCAL, episode_content, intent_space, path_entity, tool_space
 from artoo.tasks.failure import attributed_targets, outcome_counts, outcome_kind, refusals
 from artoo.tasks.ggs.maths import (
     ACTION_STATES,
@@ -98,6 +98,7 @@ class GGSController:
         self._targets: dict[str, str] = {}
         self._refused: dict[str, None] = {}
         self._tools_ever: dict[str, None] = {}
+        self._tried: dict[str, None] = {}
         self._persistence: Counter[str] = Counter()
         self._trajectory: list[dict] = []
         self._final: FinalResult | None = None
@@ -130,6 +131,7 @@ class GGSController:
             directive = self._directive(state, reading, loss_, tools, failing)
         else:
             final = self._final_result(state, reason, message, reading, loss_, failing)
+        self._tried.update(dict.fromkeys(_calls_tried(reading)))
         megrams = self._megrams(state, reading.round, final)
         self._l_prev = reading.L
         self._round = reading.round
@@ -255,6 +257,9 @@ class GGSController:
                          + ", ".join(list(self._targets)[:5]))
         if self._tools_ever:
             steps.append("Try a method that does not rely on: " + ", ".join(self._tools_ever))
+        if self._refused:
+            steps.append("You refused (Law 1): " + "; ".join(list(self._refused)[:3])
+                         + ". Approve it when asked, or ask for a result that does not need it.")
         steps.append({
             "law2": "Restate the request more narrowly: each replan moved further from the goal.",
             "budget": "Narrow the request, or raise ggs.max_replans if more rounds are worth it.",
@@ -267,7 +272,9 @@ class GGSController:
         created = _utc(self._now())
         if final is not None:
             return [Megram(id=uuid.uuid4().hex, created_at=created, space=intent_space(self.intent),
-                           entity=ENV_LOCAL, content=f"{state}: {self.intent} — {final.summary}",
+                           entity=ENV_LOCAL,
+                           content=episode_content(state, self.intent, list(self._tried)[-TRIED_KEPT:],
+                                                   final.summary),
                            state=state, f=f, sigma=sigma, k=k)]
         return [
             Megram(id=uuid.uuid4().hex, created_at=created, space=tool_space(tool),
@@ -283,6 +290,20 @@ class GGSController:
                 f"urgency={reading.urgency} outcomes=[{_counts(reading.outcomes)}] "
                 f"law1_wait={reading.paused_ms / 1000:.1f}s (not in Ω) blocked_tools=[{', '.join(tools)}] "
                 f"blocked_targets=[{', '.join(self._targets)}]")
+
+
+TRIED_KEPT = 6
+"""The latest tool calls an intent Megram quotes as what was tried."""
+
+
+def _calls_tried(reading: _Reading) -> list[str]:
+    """``r2 shell: wc -l notes.txt → 3``: each call of the round, one line, capped."""
+    calls = []
+    for outcome in reading.outcomes:
+        for evidence in outcome.tool_calls:
+            line = " ".join(evidence.split())
+            calls.append(f"r{reading.round} " + (line if len(line) <= 160 else line[:159] + "…"))
+    return calls
 
 
 def _counts(outcomes: list[SubTaskOutcome]) -> str:

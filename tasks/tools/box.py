@@ -82,7 +82,8 @@ class ToolBox:
         self.approvals: list[PendingAction] = []
         self._described = False
         self._law1_described = False
-        self.blocked_pairs = {(tool, target) for tool, target in blocked_pairs if tool and target}
+        self.blocked_pairs = {(tool, normalise(t, self.workspace) if looks_like_path(t) else t.strip())
+                              for tool, t in blocked_pairs if tool and t and t.strip()}
         """(tool, target) pairs memory says failed: that tool may not take that target; others may."""
         self.recorder = recorder
         """Told every call with its arguments, output and exit status (the decision log)."""
@@ -125,7 +126,7 @@ class ToolBox:
             return self._result(name, value, ToolError(
                 f"{name} refused: {value!r} involves {target!r}, a target the GGS blocked for this round "
                 "(it failed before); use a different target", "environmental"))
-        pair = next((t for tool, t in sorted(self.blocked_pairs) if tool == name and (value == t or t in value)), None)
+        pair = next((t for t in targets if (name, t) in self.blocked_pairs), None)  # that tool there only
         if pair is not None:
             return self._result(name, value, ToolError(
                 f"{name} refused: memory says {name} on {pair!r} failed before; use another tool for it, "
