@@ -1,9 +1,11 @@
 """R2's Memory Calibration Protocol (spec R2 / paper §4.5): memory → plan constraints, no LLM.
 
 ``calibrate`` is pure.  It maps the intent pair's action (Exploit → SHOULD PREFER,
-Avoid → MUST NOT, Caution → CAUTION, Ignore → omitted), adds the C-level SOPs (σ > 0
-prefer, else must not) and what ``tool:*``/``path:*`` Megrams say about tools and
-targets, keeps the strongest ``max_entries`` memory lines (MUST NOT first, in the spec's
+Avoid → MUST NOT, Caution → CAUTION, Ignore → omitted) and quotes, from the intent's
+newest Megrams, what was tried and what happened (a line that only says "an approach
+failed" cannot steer a plan away from it); adds the C-level SOPs of the intent and of the
+tool pairs (σ > 0 prefer, else must not) and what ``tool:*``/``path:*`` Megrams say about
+tools and targets, keeps the strongest ``max_entries`` memory lines (MUST NOT first, in the spec's
 priority order), and merges the MUST NOT set with the GGS's blocked tools and targets.
 
 Tool memory is read the way the GGS writes it: one Megram per (tool, target), and each
@@ -22,8 +24,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from artoo.config.contracts import Potentials, SOPRecord
-from artoo.memory.tags import ENV_LOCAL, intent_space, tool_space
+from artoo.config.contracts import Megram, Potentials, SOPRecord
+from artoo.memory.tags import ENV_LOCAL, episode_quote, intent_space, tool_space
 
 
 class Calibration(BaseModel):
@@ -41,6 +43,7 @@ class Calibration(BaseModel):
     entity: str = Field(ENV_LOCAL, description="The entity that was queried.")
     potentials: Potentials | None = Field(None, description="QueryMK's answer for (space, entity).")
     sops: list[SOPRecord] = Field(default_factory=list, description="QueryC's answer for (space, entity).")
+    tool_sops: list[SOPRecord] = Field(default_factory=list, description="The C-level SOPs of tool pairs read.")
 
     def prompt_block(self) -> str:
         """The calibration as planner-prompt text ('' when memory has nothing to say)."""
@@ -79,19 +82,23 @@ def _numbers(p: Potentials) -> str:
     return f"decision {p.decision:+.2f}, attention {p.attention:.2f}"
 
 
-def _intent_entry(intent: str, p: Potentials) -> _Entry | None:
+def _quote(episode: Megram | None) -> str:
+    return f" — last time: {episode_quote(episode.content)}" if episode is not None else ""
+
+
+def _intent_entry(intent: str, p: Potentials, episodes: list[Megram]) -> _Entry | None:
+    """The intent's action, quoting the newest episode that explains it (what was tried, what happened)."""
+    failed = next((e for e in episodes if e.sigma < 0), None)
+    worked = next((e for e in episodes if e.sigma > 0), None)
     if p.action == "Exploit":
-        text = f"the approach that worked before for tasks like {intent!r} ({_numbers(p)})"
+        text = f"the approach that worked before for tasks like {intent!r} ({_numbers(p)}){_quote(worked)}"
         return _Entry("prefer", 5, p.decision, text)
     if p.action == "Avoid":
-        return _Entry(
-            "must_not",
-            1,
-            -p.decision,
-            f"repeat the approach that failed before for tasks like {intent!r} ({_numbers(p)})",
-        )
+        text = f"repeat the approach that failed before for tasks like {intent!r} ({_numbers(p)}){_quote(failed)}"
+        return _Entry("must_not", 1, -p.decision, text)
     if p.action == "Caution":
-        return _Entry("caution", 7, p.attention, f"tasks like {intent!r} have a mixed record ({_numbers(p)})")
+        text = f"tasks like {intent!r} have a mixed record ({_numbers(p)}){_quote(failed)}{_quote(worked)}"
+        return _Entry("caution", 7, p.attention, text)
     return None
 
 
@@ -99,6 +106,15 @@ def _sop_entry(sop: SOPRecord) -> _Entry:
     if sop.sigma > 0:
         return _Entry("prefer", 4, sop.sigma, sop.content)
     return _Entry("must_not", 0, abs(sop.sigma) or 1.0, sop.content)
+
+
+def _tool_sop_entry(sop: SOPRecord) -> _Entry:
+    """A rule distilled for one (tool, target) pair: prefer it there, or never use that tool there."""
+    tool, target = _strip(sop.space, "tool:"), _strip(sop.entity, "path:")
+    if sop.sigma > 0:
+        return _Entry("prefer", 4, sop.sigma, f"the tool {tool!r} on {target!r}: {sop.content}", tool, target)
+    text = f"use the tool {tool!r} on {target!r}: {sop.content}"
+    return _Entry("must_not", 0, abs(sop.sigma) or 1.0, text, tool, target)
 
 
 def _strip(value: str, prefix: str) -> str:
@@ -136,10 +152,17 @@ def calibrate(
     blocked_tools: list[str] | set[str],
     blocked_targets: list[str] | set[str],
     max_entries: int = 10,
+    *,
+    tool_sops: list[SOPRecord] = (),
+    episodes: list[Megram] = (),
 ) -> Calibration:
-    """The calibration for one planning round (pure: no I/O, no LLM)."""
-    entries = [_sop_entry(s) for s in sops] + _tool_entries(tool_memory)
-    if (intent_entry := _intent_entry(intent, potentials)) is not None:
+    """The calibration for one planning round (pure: no I/O, no LLM).
+
+    ``tool_sops`` are the C rules of tool pairs; ``episodes`` the intent's newest Megrams,
+    newest first, whose content the intent's line quotes.
+    """
+    entries = [_sop_entry(s) for s in sops] + [_tool_sop_entry(s) for s in tool_sops] + _tool_entries(tool_memory)
+    if (intent_entry := _intent_entry(intent, potentials, list(episodes))) is not None:
         entries.append(intent_entry)
     entries.sort(key=lambda e: (e.rank, -e.weight, e.text))
     kept = entries[: max(0, max_entries)]
@@ -154,6 +177,7 @@ def calibrate(
         space=intent_space(intent),
         potentials=potentials,
         sops=list(sops),
+        tool_sops=list(tool_sops),
         prefer=[e.text for e in kept if e.section == "prefer"],
         must_not=must_not,
         caution=[e.text for e in kept if e.section == "caution"],
@@ -170,14 +194,17 @@ def calibrate_from_store(
     blocked_targets: list[str] | set[str],
     plan_tools: list[str] | None = None,
 ) -> Calibration:
-    """Derive tags, query C and MK for the intent and the plan's tool pairs, then calibrate."""
+    """Derive tags, query C and MK for the intent, the tool pairs' memory and SOPs, then calibrate."""
     space = intent_space(intent)
     sops = store.query_c(space, ENV_LOCAL)
     potentials = store.query_mk(space, ENV_LOCAL)
     pairs = store.pairs_with_space_prefix("tool:")
+    tool_sops = store.query_c_prefix("tool:")
     if plan_tools is not None:
         wanted = {tool_space(t) for t in plan_tools}
         pairs = [pair for pair in pairs if pair[0] in wanted]
+        tool_sops = [sop for sop in tool_sops if sop.space in wanted]
+    episodes = store.recent(space, ENV_LOCAL) if potentials.action != "Ignore" else []
     return calibrate(
         intent,
         sops,
@@ -186,4 +213,6 @@ def calibrate_from_store(
         blocked_tools,
         blocked_targets,
         store.params.max_calibration_entries,
+        tool_sops=tool_sops,
+        episodes=episodes,
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -11,7 +11,7 @@ from artoo.config.settings import MemoryParams
 from artoo.memory.calibration import calibrate, calibrate_from_store
 from artoo.memory.potentials import make_potentials
 from artoo.memory.store import MemoryStore
-from artoo.memory.tags import ENV_LOCAL, intent_space, path_entity, tool_space
+from artoo.memory.tags import ENV_LOCAL, episode_content, episode_quote, intent_space, path_entity, tool_space
 
 PARAMS = MemoryParams()
 IGNORE = make_potentials(0.0, 0.0, PARAMS)
@@ -159,4 +159,84 @@ def test_from_store_queries_intent_and_plan_tools(tmp_path):
     assert [s.id for s in full.sops] == ["m2"]
     planned = calibrate_from_store(store, intent, ["curl"], [], plan_tools=["grep"])
     assert planned.must_not_tools == {"curl"} and planned.must_not_pairs == {("grep", "/var/log")}
+    store.close()
+
+
+# ── what the planner is told: the episode behind the intent's action, and the tool-pair SOPs ─────────
+
+FAILED = episode_content("abandon", "count the errors", ["r1 shell: grep ERROR /var/log/a.log → Permission denied"],
+                         "Abandoned after 3 replan(s).")
+WORKED = episode_content("accept", "count the errors", ["r1 shell: zgrep -c ERROR a.log.gz → 3"], "Accepted.")
+
+
+@pytest.mark.parametrize(
+    ("content", "quote"),
+    [
+        (FAILED, "tried r1 shell: grep ERROR /var/log/a.log → Permission denied | what happened: Abandoned after 3 "
+                 "replan(s)."),
+        (episode_content("abandon", "x", [], "Gave up."), "tried (no tool calls) | what happened: Gave up."),
+        ("abandon: count the errors — Abandoned after 3 replan(s).",  # written by an older release
+         "abandon: count the errors — Abandoned after 3 replan(s)."),
+        (episode_content("accept", "x", ["r1 " + "y" * 900], "ok"), "tried r1 " + "y" * 590 + "…"),
+    ],
+)
+def test_episode_quote(content, quote):
+    assert episode_quote(content) == quote and len(quote) <= 600
+
+
+def episode(content: str, sigma: float) -> Megram:
+    return Megram(id=content[:8] + str(sigma), created_at=datetime.now(UTC), space="intent:count_the_errors",
+                  entity=ENV_LOCAL, content=content, state="s", f=0.9, sigma=sigma, k=0.05)
+
+
+@pytest.mark.parametrize(
+    ("potentials", "episodes", "section", "quoted", "not_quoted"),
+    [
+        (pot(1.9, -1.9), [episode(WORKED, 1.0), episode(FAILED, -1.0)], "must_not", ["grep ERROR"], ["zgrep"]),
+        (pot(1.9, 1.9), [episode(FAILED, -1.0), episode(WORKED, 1.0)], "prefer", ["zgrep -c ERROR"], ["denied"]),
+        (pot(1.9, 0.0), [episode(FAILED, -1.0), episode(WORKED, 1.0)], "caution", ["grep ERROR", "zgrep"], []),
+        (pot(1.9, -1.9), [], "must_not", ["failed before"], ["last time"]),  # nothing to quote
+    ],
+)
+def test_intent_line_quotes_the_episode_that_explains_it(potentials, episodes, section, quoted, not_quoted):
+    c = calibrate("count the errors", [], potentials, [], [], [], episodes=episodes)
+    (line,) = getattr(c, section)
+    assert all(q in line for q in quoted) and not any(q in line for q in not_quoted)
+
+
+@pytest.mark.parametrize(
+    ("sigma", "section", "pairs"),
+    [(1.0, "prefer", set()), (-1.0, "must_not", {("shell", "/var/log/archive")})],
+)
+def test_tool_pair_sops_are_read(sigma, section, pairs):
+    rule = SOPRecord(id="r", space="tool:shell", entity="path:/var/log/archive", content="use zgrep", sigma=sigma)
+    c = calibrate("x", [], IGNORE, [], [], [], tool_sops=[rule])
+    assert getattr(c, section) == [
+        ("the tool" if sigma > 0 else "use the tool") + " 'shell' on '/var/log/archive': use zgrep"]
+    assert c.must_not_pairs == pairs and c.must_not_tools == set() and c.tool_sops == [rule]
+
+
+def test_from_store_reads_tool_pair_sops_and_the_newest_episodes(tmp_path):
+    store = MemoryStore(tmp_path, reader_idle_s=0.05)
+    now = datetime.now(UTC)
+    space = intent_space("count the errors")
+
+    def write(i, level, space_, entity, content, sigma, minutes):
+        store.write(Megram(id=f"e{i}", level=level, created_at=now - timedelta(minutes=minutes), space=space_,
+                           entity=entity, content=content, state="s", f=0.95, sigma=sigma,
+                           k=0.0 if level == "C" else 0.05))
+
+    write(1, "M", space, ENV_LOCAL, "oldest", -1.0, 30)
+    write(2, "M", space, ENV_LOCAL, FAILED, -1.0, 20)
+    store.ingest()  # one episode in DuckDB, the newest ones still spooled
+    write(3, "M", space, ENV_LOCAL, WORKED, 1.0, 25)
+    write(4, "C", "tool:shell", "path:/var/log/archive", "use zgrep", 1.0, 10)
+    assert [m.id for m in store.recent(space, ENV_LOCAL, limit=2)] == ["e2", "e3"]
+    c = calibrate_from_store(store, "count the errors", [], [])
+    assert c.potentials.action == "Avoid" and "grep ERROR /var/log/a.log" in c.must_not[0]
+    assert [s.id for s in c.tool_sops] == ["e4"] and "the tool 'shell' on '/var/log/archive': use zgrep" in c.prefer
+    assert calibrate_from_store(store, "count the errors", [], [], plan_tools=["glob"]).tool_sops == []
+    store.ingest()
+    with store.exclusive() as con:  # QueryC's recall reset the rule's clock (spec: each hit updates it)
+        assert con.execute("SELECT last_recalled_at FROM megrams WHERE id = 'e4'").fetchone()[0] is not None
     store.close()

@@ -16,6 +16,7 @@ import pytest
 
 from artoo.config.contracts import Megram
 from artoo.memory.store import MemoryStore
+from artoo.memory.tags import ENV_LOCAL, episode_content, intent_space
 from tests.conftest import final_from, run_cli
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 
@@ -74,3 +75,31 @@ def test_negative_shell_memory_on_other_paths_does_not_take_shell_away(scripted,
     prompt = planner_prompt(server)
     assert "Tools that must not appear in any subtask" not in prompt
     assert "'shell' on '/srv/x'" in prompt and "'shell' on '/srv/y/app.log'" in prompt
+
+
+def test_the_planner_reads_the_failed_approach_and_the_tool_pair_sop(scripted, artoo_env: Path):
+    """Two earlier tasks like this one were abandoned after grepping a log they could not read, and the
+    Dreamer distilled a rule for shell on the rotated logs.  The fresh plan's prompt quotes the failed
+    call and what happened, and carries the tool-pair SOP."""
+    failed = episode_content("abandon", "count the errors in the app log",
+                             ["r1 shell: grep -c ERROR /var/log/app.log → grep: /var/log/app.log: Permission denied"],
+                             "Abandoned after 3 replan(s) because the replan budget is spent.")
+    seed(artoo_env / "home",
+         *(megram(intent_space("count the errors"), ENV_LOCAL, "abandon", 0.95, -1.0, content=failed)
+           for _ in range(2)),
+         megram("tool:shell", "path:/var/log/archive", "best_practice", 1.0, 1.0, level="C", k=0.0,
+                content="the archived logs are gzip files: read them with zgrep, not grep"))
+    server = scripted(scenario(
+        TaskSpec=[spec("count_errors", "count the errors in the app log")],
+        Plan=[plan([subtask("print the count", ["a number is printed"])], ["the count was printed"])],
+        tools=[call("shell", command="echo 3"), done("3")],
+        AgentVerdict=[agent(verdict("a number is printed", True, evidence="shell printed 3"))],
+        TaskVerdict=[task_verdict(verdict("the count was printed", True))],
+    ))
+    code, final = run_json("count the errors in the app log")
+    assert (code, final["directive"]) == (0, "accept")
+    prompt = planner_prompt(server)
+    assert "repeat the approach that failed before" in prompt
+    assert "grep -c ERROR /var/log/app.log" in prompt and "Permission denied" in prompt
+    assert "the replan budget is spent" in prompt
+    assert "'shell' on '/var/log/archive': the archived logs are gzip files: read them with zgrep" in prompt

@@ -258,9 +258,13 @@ def test_blocked_target_is_refused_naming_it(tmp_path: Path, ws: Path) -> None:
     box = make_box(tmp_path, ws, blocked_targets={"secret/a.txt"})
     result = run(box.call("read_file", {"path": "secret/a.txt"}))
     shelled = run(box.call("shell", {"command": "cat secret/a.txt"}))
-    for r in (result, shelled):
-        assert not r.ok and r.failure_class == "environmental" and "'secret/a.txt'" in r.output
+    for r in (result, shelled):  # the target as normalised (#13: exact targets, never substrings)
+        assert not r.ok and r.failure_class == "environmental" and repr(str(ws / "secret" / "a.txt")) in r.output
     assert run(box.call("read_file", {"path": "secret/../secret/other"})).output.startswith("no such file")
+    assert run(box.call("read_file", {"path": "secret/./a.txt"})).output.startswith("read_file refused")
+    # a name that merely contains the blocked one is a different target
+    (ws / "secret" / "a.txt.bak").write_text("y")
+    assert run(box.call("read_file", {"path": "secret/a.txt.bak"})).ok
 
 
 @pytest.mark.parametrize(("name", "key", "value", "refused"), [

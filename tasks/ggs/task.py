@@ -28,16 +28,17 @@ def artifact_key(prefix: str, task_id: str) -> str:
 
 @task(name="R7 · GGS", task_run_name="R7 · GGS round {round_no}", cache_policy=NO_CACHE, persist_result=False)
 async def ggs_task(runtime_id: str, controller: GGSController, message: OutcomeSummary | ReplanRequest,
-                   elapsed_ms: float, round_no: int) -> GGSDecision:
-    """Evaluate one round and publish the outcome."""
+                   elapsed_ms: float, round_no: int, paused_ms: float = 0.0) -> GGSDecision:
+    """Evaluate one round and publish the outcome (``paused_ms``: Law-1 waits, kept out of Ω)."""
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
     params = controller.params  # recorded as the controller saw them: replay feeds the same inputs
-    decision = controller.evaluate(message, elapsed_ms)
+    decision = controller.evaluate(message, elapsed_ms, paused_ms)
     logger.info(decision.log_line)
     if rt.decisions is not None:
         rt.decisions.ggs(task_id=controller.task_id, intent=controller.intent, round_no=round_no,
-                         elapsed_ms=elapsed_ms, params=params, message=message, decision=decision)
+                         elapsed_ms=elapsed_ms, params=params, message=message, decision=decision,
+                         paused_ms=paused_ms)
     await acreate_table_artifact(
         key=artifact_key("ggs", controller.task_id),
         table=[{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
