@@ -39,7 +39,7 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
     SCOPE.set({**SCOPE.get(), "subtask": subtask.subtask_id})  # this subflow's own context (gathered task)
     recorder = rt.decisions.tool_call if rt.decisions is not None else None
     toolbox = ToolBox(rt.settings, rt.workspace, rt.gate, set(blocked_tools), set(blocked_targets),
-                      recorder=recorder, blocked_pairs={tuple(p) for p in blocked_pairs or []})
+                      recorder=recorder, blocked_pairs={tuple(p) for p in blocked_pairs or []}, created=rt.created)
     trajectory: list[GapPoint] = []
     correction = None
     max_attempts = rt.settings.ggs.max_retries + 1

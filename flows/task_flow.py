@@ -115,7 +115,8 @@ def _open_runtime(settings: Settings, workspace: Path, request: str) -> Runtime:
     llm.observer = decisions.llm_call
     runtime = Runtime(settings=settings, llm=llm, store=store,
                       bus=Bus("pending", run_id=flow_run.id, sink=decisions.bus_message), workspace=workspace,
-                      gate=make_gate(settings, mode, law1, waits), law1_events=law1, decisions=decisions,
+                      gate=make_gate(settings, mode, law1, waits, top_run_id=flow_run.id), law1_events=law1,
+                      decisions=decisions,
                       law1_waits=waits)
     logger.info("workspace %s, Law-1 confirmations: %s", workspace, mode)
     return runtime

@@ -32,6 +32,8 @@ class Runtime:
     """Law-1 confirmation: awaits a PendingAction, True only on an explicit approval."""
     law1_events: list[str] = field(default_factory=list)
     """Every Law-1 decision of the run, e.g. ``approved: rm x`` / ``denied: rm x``."""
+    created: set[str] = field(default_factory=set)
+    """Real paths this task created (owned): its later steps may change them without a Law-1 question."""
     tool_seconds: float = 0.0
     """Wall time spent inside tools (cost report)."""
     decisions: Any | None = None

@@ -185,5 +185,13 @@ def test_directive_block_states_law1_refusals():
     rr = ReplanRequest(task_id="t", failed_outcomes=[outcome("denied", calls=[LAW1_NO])])
     decision = GGSController("t", "x", GGSParams()).evaluate(rr, 0)
     assert decision.directive.blocked_targets == [] and decision.directive.refused
+    assert (decision.state, decision.directive.failure_class) == ("change_path", "environmental")
     text = directive_block(decision.directive)
     assert "REFUSED" in text and "write_file report.md" in text and "write a new file" in text
+
+
+def test_an_abandon_after_a_refusal_says_what_was_refused():
+    rr = ReplanRequest(task_id="t", failed_outcomes=[outcome("denied", calls=[LAW1_NO])])
+    final = GGSController("t", "x", GGSParams(max_replans=0)).evaluate(rr, 0).final
+    assert final is not None and final.directive == "abandon"
+    assert any(step.startswith("You refused (Law 1): write_file report.md") for step in final.next_steps)

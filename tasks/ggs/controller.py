@@ -257,6 +257,9 @@ class GGSController:
                          + ", ".join(list(self._targets)[:5]))
         if self._tools_ever:
             steps.append("Try a method that does not rely on: " + ", ".join(self._tools_ever))
+        if self._refused:
+            steps.append("You refused (Law 1): " + "; ".join(list(self._refused)[:3])
+                         + ". Approve it when asked, or ask for a result that does not need it.")
         steps.append({
             "law2": "Restate the request more narrowly: each replan moved further from the goal.",
             "budget": "Narrow the request, or raise ggs.max_replans if more rounds are worth it.",

@@ -182,8 +182,13 @@ def implausibility(outcomes: list[SubTaskOutcome], task_verdicts: list[Criterion
 
 
 def failure_class_of(outcomes: list[SubTaskOutcome], task_verdicts: list[CriterionVerdict]) -> str:
-    """The round's failure class for a PlanDirective: logical, environmental or mixed."""
+    """The round's failure class for a PlanDirective: logical, environmental or mixed.
+
+    A round whose only failures were Law-1 denials is environmental (the world said no).
+    """
     logical, environmental = failure_counts(outcomes, task_verdicts)
+    if not logical and not environmental and any(o.outcome == "denied" for o in outcomes):
+        return "environmental"
     if logical and environmental:
         return "mixed"
     return "environmental" if environmental else "logical"

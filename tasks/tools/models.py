@@ -31,6 +31,8 @@ class PendingAction(BaseModel):
     command: str = Field(description="Exactly what would run.")
     targets: list[str] = Field(default_factory=list, description="Paths, hosts or items at risk.")
     reason: str = Field(description="Why the policy judged it irreversible.")
+    changes: list[str] = Field(default_factory=list, description="The exact change set the command made on "
+                               "its copy-on-write view, one line per path; approving commits exactly this.")
 
 
 Gate = Callable[[PendingAction], Awaitable[bool]]
