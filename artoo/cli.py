@@ -31,6 +31,8 @@ app.add_typer(policy_app, name="policy")
 app.add_typer(audit_app, name="audit")
 
 err = Console(stderr=True)
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Also print Prefect's own log lines "
+                                          "(they are always in the run's logs in the Prefect UI).")]
 
 NO_ENDPOINT = (
     "artoo needs an OpenAI-compatible LLM endpoint to understand and plan a request, and none is "
@@ -76,6 +78,7 @@ def run(
     request: Annotated[str, typer.Argument(help="What you want done, in plain words.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one FinalResult JSON object.")] = False,
     workspace: Annotated[Path | None, typer.Option(help="Where new files go (default ~/artoo_workspace).")] = None,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Run one request through the full loop and print its FinalResult."""
     from artoo.config.settings import load_settings
@@ -94,7 +97,7 @@ def run(
     from artoo.runner import run_request
 
     try:
-        final = run_request(request, settings=settings, workspace=workspace, as_json=as_json)
+        final = run_request(request, settings=settings, workspace=workspace, as_json=as_json, verbose=verbose)
     except ArtooError as exc:
         fail(exc)
     raise typer.Exit(0 if final.directive in ("accept", "success") else 1)
@@ -103,6 +106,7 @@ def run(
 @app.command()
 def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print the FinalResult JSON.")] = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Run a real artoo-task flow against a built-in scripted brain (no endpoint needed)."""
     from artoo.embedded_server import start_early
@@ -111,7 +115,7 @@ def demo(
     from artoo.demo import run_demo
 
     try:
-        final = run_demo(as_json=as_json)
+        final = run_demo(as_json=as_json, verbose=verbose)
     except ArtooError as exc:
         fail(exc)
     raise typer.Exit(0 if final.directive in ("accept", "success") else 1)

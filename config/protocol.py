@@ -42,6 +42,8 @@ class PlannedSubTask(Answer):
     """Everything the executor needs beyond the intent."""
     success_criteria: list[Criterion]
     """Concrete checkable assertions about the subtask's output."""
+    tools: list[str] = Field(default_factory=list)
+    """The executor tools this subtask means to use; the plan rules check these names, not its prose."""
 
 
 class PlanAnswer(Answer):

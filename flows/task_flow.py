@@ -39,6 +39,7 @@ from artoo.tasks.ggs.controller import GGSController
 from artoo.tasks.ggs.task import artifact_key, ggs_task
 from artoo.tasks.llm import OpenAICompatLLM, cost_report
 from artoo.tasks.prefect_tasks import perceive_task
+from artoo.tasks.roles.planner import evidence_block
 from artoo.tasks.runtime import Runtime, drop, register
 from artoo.tasks.session import append_history, load_history
 
@@ -86,7 +87,8 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
         append_history(home, request, final.summary)
         document = {"final": final.model_dump(mode="json"), "cost": cost_report(runtime.llm.records),
                     "tool_seconds": round(runtime.tool_seconds, 3),
-                    "wall_seconds": round(time.monotonic() - started, 3)}
+                    "wall_seconds": round(time.monotonic() - started, 3),
+                    "law1_wait_seconds": round(sum(runtime.law1_waits), 3)}
         runtime.decisions.write("end", **document)
         return document
     finally:
@@ -108,11 +110,14 @@ def _open_runtime(settings: Settings, workspace: Path, request: str) -> Runtime:
         logger.warning("memory store unavailable, planning without it: %s", exc)
     law1: list[str] = []
     mode = resolve_mode(settings)
+    waits: list[float] = []
     llm = OpenAICompatLLM(settings, max_retries=settings.llm_max_retries)
     llm.observer = decisions.llm_call
     runtime = Runtime(settings=settings, llm=llm, store=store,
                       bus=Bus("pending", run_id=flow_run.id, sink=decisions.bus_message), workspace=workspace,
-                      gate=make_gate(settings, mode, law1), law1_events=law1, decisions=decisions)
+                      gate=make_gate(settings, mode, law1, waits, top_run_id=flow_run.id), law1_events=law1,
+                      decisions=decisions,
+                      law1_waits=waits)
     logger.info("workspace %s, Law-1 confirmations: %s", workspace, mode)
     return runtime
 
@@ -126,20 +131,24 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
     rt.decisions.task(spec.task_id, spec.intent)
     rt.bus.publish(spec, "R1", "R2")
     controller = GGSController(spec.task_id, spec.intent, rt.settings.ggs)
-    directive, prior_summary, round_no = None, "", 1
+    directive, prior_summary, evidence, round_no = None, "", "", 1
     while True:
         blocked_tools = list(directive.blocked_tools) if directive else []
         blocked_targets = list(directive.blocked_targets) if directive else []
         named = round_flow.with_options(flow_run_name=round_run_name(round_no, directive))
         with in_scope(round=round_no):
             message = await named(runtime_id, spec, round_no, directive, blocked_tools, blocked_targets,
-                                  prior_summary)
+                                  prior_summary, evidence)
             elapsed_ms = (time.monotonic() - started) * 1000
-            decision = await ggs_task(runtime_id, controller, message, elapsed_ms, round_no)
+            paused_ms = sum(rt.law1_waits) * 1000  # the person's time answering Law 1: not the agent's, not in Ω
+            if paused_ms:
+                logger.info("Ω excludes %.1f s spent waiting for Law-1 answers", paused_ms / 1000)
+            decision = await ggs_task(runtime_id, controller, message, elapsed_ms, round_no, paused_ms)
         if decision.final is not None:
             break
         directive = decision.directive
         prior_summary = getattr(message, "gap_summary", "") or ""
+        evidence = evidence_block(getattr(message, "failed_outcomes", []))
         round_no += 1
     final = _with_law1(decision.final, rt.law1_events)
     rt.bus.publish(final, "R7", "user")

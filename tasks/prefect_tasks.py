@@ -45,11 +45,11 @@ async def perceive_task(runtime_id: str, raw_input: str, history: list[dict]) ->
 @task(name="R2 · plan", task_run_name="R2 · plan{suffix}", **ROLE_TASK)
 async def plan_task(runtime_id: str, spec: TaskSpec, calibration_block: str, directive: PlanDirective | None,
                     must_not_tools: set[str], must_not_targets: set[str], prior_summary: str,
-                    problems: list[str] | None, suffix: str = "") -> PlanAnswer:
+                    problems: list[str] | None, suffix: str = "", evidence: str = "") -> PlanAnswer:
     """R2: ask the planner for a plan under the MUST NOT set (suffix names a re-ask)."""
     rt = get_runtime(runtime_id)
     answer = await planner.plan(rt.llm, spec, calibration_block, directive, must_not_tools, must_not_targets,
-                                prior_summary, problems)
+                                prior_summary, problems, evidence)
     get_run_logger().info("plan: %d subtasks, %d task criteria", len(answer.subtasks), len(answer.task_criteria))
     return answer
 
