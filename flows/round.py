@@ -48,6 +48,7 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
     calibration = _calibrate(rt, spec, blocked_tools, blocked_targets)
+    rt.served_sops = [*calibration.sops, *calibration.tool_sops] if calibration is not None else []
     must_not_tools = set(blocked_tools) | set(getattr(calibration, "must_not_tools", set()))
     must_not_targets = set(blocked_targets) | set(getattr(calibration, "must_not_targets", set()))
     block = calibration.prompt_block() if calibration is not None else ""
