@@ -138,16 +138,16 @@ class Chat:
 
     def log(self, args: list[str]) -> None:
         """A task's timeline (the latest by default)."""
-        from artoo.cli_observe import run_records
+        from artoo.tasks.decision_log import load_run
         from artoo.timeline import render
 
-        _, records = run_records(args[0] if args else None)
+        _, records = load_run(self.settings.home_dir, args[0] if args else None)
         for line in render(records):
             self.console.print(line, markup=False)
 
     def replay(self, args: list[str]) -> None:
         """A task's GGS trajectory replayed under changed parameters."""
-        from artoo.cli_observe import run_records
+        from artoo.tasks.decision_log import load_run
         from artoo.tasks.ggs.replay import ggs_steps, parse_overrides
         from artoo.tasks.ggs.replay import replay as run_replay
         from artoo.timeline import render_replay
@@ -155,7 +155,7 @@ class Chat:
         if not args:
             self.console.print("usage: /replay TASK [ggs.KEY=VALUE …]", markup=False)
             return
-        _, records = run_records(args[0])
+        _, records = load_run(self.settings.home_dir, args[0])
         result = run_replay(ggs_steps(records), parse_overrides([a.removeprefix("--set=") for a in args[1:]
                                                                  if a != "--set"]))
         for line in render_replay(result.as_dict()):
