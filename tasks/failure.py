@@ -10,6 +10,8 @@ wrong approach).  So every part asks the same questions here:
 * which of a subtask's calls a failure belongs to — ``attributed_calls``: the calls that
   failed for environmental reasons, never the ones that worked, never a Law-1 denial;
 * how a subtask ended — ``outcome_kind``: matched, failed, skipped or denied;
+* which tools a logical failure blames — ``blamed_tools``: the failing subtasks' tools, never
+  one a subtask of the same round matched with;
 * which targets a plan names — ``text_targets``: path-like tokens, normalised the same way,
   so plans are matched against blocked targets exactly, never by substring.
 
@@ -179,6 +181,30 @@ def attributed_targets(outcomes: Iterable[SubTaskOutcome]) -> list[tuple[str, st
             for target in blamed_targets(call):
                 pairs.setdefault(target, call.tool)
     return list(pairs.items())
+
+
+def outcome_tools(outcome: SubTaskOutcome) -> list[str]:
+    """The tools a subtask called, first call first (its structured calls, else its evidence lines)."""
+    if outcome.calls:
+        return list(dict.fromkeys(c.tool for c in outcome.calls))
+    names = (entry.partition(":")[0].strip() for entry in outcome.tool_calls)
+    return list(dict.fromkeys(name for name in names if name))
+
+
+def blamed_tools(outcomes: Iterable[SubTaskOutcome], logical_only: bool = False) -> list[str]:
+    """The tools a logical failure blocks: those of the failing subtasks, minus any a subtask matched with.
+
+    ``logical_only`` narrows to the logically failing subtasks when there are any
+    (change_approach).  A tool that just did its job for another subtask of the same round
+    (read_file reading the user's data.csv) is not the wrong approach: blocking it would
+    take the working step away from the next plan too.
+    """
+    outcomes = list(outcomes)
+    failed = [o for o in outcomes if outcome_kind(o) == "failed"]
+    if logical_only:
+        failed = [o for o in failed if _dominant_class(o) == "logical"] or failed
+    worked = {tool for o in outcomes if outcome_kind(o) == "matched" for tool in outcome_tools(o)}
+    return [tool for tool in dict.fromkeys(t for o in failed for t in outcome_tools(o)) if tool not in worked]
 
 
 def refusals(outcomes: Iterable[SubTaskOutcome]) -> list[str]:

@@ -11,6 +11,7 @@ from artoo.config.contracts import CriterionVerdict, ReplanRequest, SubTaskOutco
 from artoo.config.settings import GGSParams
 from artoo.tasks.failure import (
     attributed_targets,
+    blamed_tools,
     call_targets,
     command_paths,
     outcome_counts,
@@ -106,6 +107,29 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
 ])
 def test_attributed_targets(outcomes, blocked):
     assert attributed_targets(outcomes) == blocked
+
+
+HEAD_OK = call("shell", "head -2 data.csv", output="id,v")
+GLOB_OK = call("glob", "*.csv", output="data.csv")
+
+
+@pytest.mark.parametrize(("outcomes", "logical_only", "tools"), [
+    # a claim without evidence: the failing step's tools
+    ([outcome(cls="logical", calls=[HEAD_OK]), outcome("matched", calls=[READ_OK])], False, ["shell"]),
+    # the failing step read the same file the matched step read: read_file did its job, only glob is blamed
+    ([outcome(cls="logical", calls=[GLOB_OK, READ_OK]), outcome("matched", calls=[READ_OK])], False, ["glob"]),
+    # every tool the failing step used also worked for a matched step: nothing to block
+    ([outcome(cls="logical", calls=[READ_OK]), outcome("matched", calls=[READ_OK])], False, []),
+    # change_approach: the logical failure's tools, not the environmental one's
+    ([outcome(cls="logical", calls=[GLOB_OK]), outcome(calls=[GREP_EXIT_2], what="e")], True, ["glob"]),
+    ([outcome(cls="logical", calls=[GLOB_OK]), outcome(calls=[GREP_EXIT_2], what="e")], False, ["glob", "shell"]),
+    # skipped and denied subtasks ran nothing to blame; legacy evidence lines name their tools
+    ([outcome("skipped"), outcome("denied", calls=[LAW1_NO])], False, []),
+    ([outcome(cls="logical", legacy=["shell: ls → a", "glob: *.md → none", "shell: wc → 0"])], False,
+     ["shell", "glob"]),
+])
+def test_blamed_tools_spare_the_tools_that_matched(outcomes, logical_only, tools):
+    assert blamed_tools(outcomes, logical_only) == tools
 
 
 def test_refusals_say_what_was_refused_and_why():

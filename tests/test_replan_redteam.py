@@ -1,0 +1,161 @@
+"""A red team for the replan (#13): failures combined the way real models produce them.
+
+Each story runs ``artoo run --json`` on the scripted endpoint and asserts what the NEXT round
+was allowed to do — the tools offered to the executor, the MUST NOT set and directive the
+planner was shown, what the toolbox refused or let through — as well as the final result.
+Multi-step plans with parallel groups, a user's file beside a failing call, a model that
+claims success without evidence twice, memory left by other tasks, a Law-1 denial in the
+middle of a plan, a deliverable rewritten by ``sed -i``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import final_from, run_cli
+from tests.run_graph import subflow_names
+from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
+from tests.test_replan_stories import bodies, must_not, offered, prompt
+
+pytestmark = pytest.mark.usefixtures("prefect_api")
+
+
+def run_json(request: str) -> tuple[int, dict]:
+    code, out, _ = run_cli("run", "--json", request)
+    return code, final_from(out)
+
+
+def turns(server, needle: str) -> list[dict]:
+    """The executor requests whose prompt contains ``needle`` (one subtask's turns, in order)."""
+    return [b for b in bodies(server, "tools") if needle in prompt(b)]
+
+
+def tool_reply(body: dict) -> str:
+    """What the tool returned to the executor: the newest tool message of a request."""
+    replies = [m for m in body["messages"] if m.get("role") == "tool"]
+    return str(replies[-1]["content"]) if replies else ""
+
+
+def blocked_tools_line(prompt_text: str) -> str:
+    """The tools after ``Blocked tools:`` in the MUST NOT set."""
+    return prompt_text.split("MUST NOT set:\nBlocked tools:", 1)[1].split("\n", 1)[0].strip()
+
+
+def test_a_path_typo_beside_a_users_file_blocks_only_the_typo(scripted, artoo_env: Path):
+    """Group 1: read data.csv (ok) ‖ ``wc -l /srv/logz/app.log`` (No such file); group 2 skipped.
+
+    D = 2/3 (the log step and the skipped report are unmet), P = 0 (the only evidence is
+    environmental; skipped is none), ∇L = 0 → change_path.  Round 2 may read data.csv, may
+    name and run ``/srv/logs/app.log`` (one letter away from the blocked path), is offered
+    shell, and only ``/srv/logz/app.log`` is blocked — in the prompt and in the toolbox.
+    """
+    ws = artoo_env / "workspace"
+    (ws / "logs").mkdir(parents=True)
+    (ws / "data.csv").write_text("name,qty\napples,3\npears,5\n")
+    (ws / "logs" / "app.log").write_text("boot\nready\nstop\n")
+    rows, count, report = "the rows of data.csv are printed", "the log's line count is a number", "report.md exists"
+    typo, near = "/srv/logz/app.log", "/srv/logs/app.log"
+    server = scripted(scenario(
+        TaskSpec=[spec("log_and_data", "report the data rows and the app log size")],
+        Plan=[plan([subtask("read data.csv", [rows], tools=["read_file"]),
+                    subtask("count the app log lines", [count], context=f"the log is {typo}", tools=["shell"]),
+                    subtask("write report.md", [report], 2, tools=["write_file"])], ["the report is written"]),
+              plan([subtask("read data.csv again", [rows], tools=["read_file"]),
+                    subtask(f"count the lines of {near}", [count], tools=["shell"],
+                            context="if it is missing there, count the workspace copy logs/app.log"),
+                    subtask("write report.md", [report], 2, tools=["write_file"])], ["the report is written"])],
+        tools=[call("read_file", match="read data.csv", path="data.csv"),
+               call("shell", match="count the app log", command=f"wc -l {typo}"),
+               done("apples,3 pears,5", match="read data.csv"),
+               done("the log is not there", status="failed", match="count the app log"),
+               call("read_file", match="read data.csv again", path="data.csv"),
+               call("shell", match=f"lines of {near}", command=f"wc -l {near} 2>/dev/null || wc -l < logs/app.log"),
+               done("apples,3 pears,5", match="read data.csv again"),
+               done("3", match=f"lines of {near}"),
+               call("write_file", match="write report.md", path="report.md", content="2 rows, 3 log lines\n"),
+               done("report.md written", match="write report.md")],
+        AgentVerdict=[agent(verdict(rows, True), match="read data.csv"),
+                      agent(verdict(count, False, "environmental", "wc: No such file or directory"),
+                            wrong=f"{typo} does not exist", todo="check the path", match="count the app log"),
+                      agent(verdict(rows, True), match="read data.csv again"),
+                      agent(verdict(count, True), match=f"lines of {near}"),
+                      agent(verdict(report, True), match="write report.md")],
+        TaskVerdict=[task_verdict(verdict("the report is written", True))],
+    ))
+    code, final = run_json("report the data rows and the app log size")
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "change_path")
+    plans = bodies(server, "Plan")
+    assert len(plans) == 2, "the round-2 plan naming data.csv and the near-miss path was accepted at once"
+    second = prompt(plans[1])
+    assert "REPLAN DIRECTIVE from the controller: change_path" in second and "D=0.667 P=0.000" in second
+    assert blocked_tools_line(second) == "none"
+    assert must_not(second).split("Blocked targets:\n", 1)[1] == f"  - {typo}"
+    assert "'write report.md': not run" in second
+    read_again, count_near = turns(server, "read data.csv again"), turns(server, f"lines of {near}")
+    assert {"read_file", "shell"} <= offered(count_near[0]) and {"read_file", "shell"} <= offered(read_again[0])
+    assert "pears,5" in tool_reply(read_again[1])  # the user's file is still readable
+    reply = tool_reply(count_near[1])
+    assert "refused" not in reply and "[exit code 0]" in reply and "3" in reply
+    assert (ws / "report.md").read_text() == "2 rows, 3 log lines\n"
+    assert server.unused() == {}
+
+
+def test_success_claimed_without_evidence_twice_blocks_only_the_failing_steps_tools(scripted, artoo_env: Path,
+                                                                                     monkeypatch):
+    """A model claims a row count its tool output never showed; R4a says so (logical), twice.
+
+    Round 1: header ‖ count (shell ``head``, claims 42) → D = 1/2, P = 1, ∇L = 0 → break_symmetry
+    (cell 14), blocked_tools = [shell] (the matched header step's read_file stays).  Round 2:
+    Ω = w₁·1/3 = 0.2, L = 0.6·0.5 + 0.3·0.8·1 + 0.4·0.2 = 0.62, ∇L ≈ +0.02 < ε → break_symmetry
+    again; the count step used glob and read_file, but read_file is also the tool the header step
+    matched with, so only glob is blocked.  Round 3 counts with shell → accept.
+    """
+    monkeypatch.setenv("ARTOO_GGS__MAX_RETRIES", "0")
+    ws = artoo_env / "workspace"
+    ws.mkdir(parents=True)
+    (ws / "data.csv").write_text("id,v\n1,a\n2,b\n3,c\n4,d\n")
+    head, rows = "the header of data.csv is printed", "the number of data rows is printed"
+    header = subtask("print the header of data.csv", [head], tools=["read_file"])
+    claims = "there are no rows shown, only a claim"
+    server = scripted(scenario(
+        TaskSpec=[spec("csv_rows", "count the rows of data.csv")],
+        Plan=[plan([header, subtask("count rows with head", [rows], tools=["shell"])], ["the count is given"]),
+              plan([header, subtask("count rows by listing and reading", [rows], tools=["glob", "read_file"])],
+                   ["the count is given"]),
+              plan([header, subtask("count rows with tail and wc", [rows], tools=["shell"])],
+                   ["the count is given"])],
+        tools=[call("read_file", match="print the header", path="data.csv"),
+               call("shell", match="count rows with head", command="head -2 data.csv"),
+               done("id,v", match="print the header"), done("data.csv has 42 rows", match="count rows with head"),
+               call("read_file", match="print the header", path="data.csv"),
+               call("glob", match="count rows by listing", pattern="*.csv"),
+               done("id,v", match="print the header"),
+               call("read_file", match="count rows by listing", path="data.csv"),
+               done("data.csv has 42 rows", match="count rows by listing"),
+               call("read_file", match="print the header", path="data.csv"),
+               call("shell", match="count rows with tail", command="tail -n +2 data.csv | wc -l"),
+               done("id,v", match="print the header"), done("4", match="count rows with tail")],
+        AgentVerdict=[agent(verdict(head, True), match="print the header"),
+                      agent(verdict(rows, False, "logical", claims), match="count rows with head"),
+                      agent(verdict(head, True), match="print the header"),
+                      agent(verdict(rows, False, "logical", claims), match="count rows by listing"),
+                      agent(verdict(head, True), match="print the header"),
+                      agent(verdict(rows, True, evidence="wc printed 4"), match="count rows with tail")],
+        TaskVerdict=[task_verdict(verdict("the count is given", True))],
+    ))
+    code, final = run_json("count the rows of data.csv")
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 2, "break_symmetry")
+    assert {"round-1 · init", "round-2 · break_symmetry", "round-3 · break_symmetry"} <= subflow_names(final["task_id"])
+    second, third = (prompt(b) for b in bodies(server, "Plan")[1:3])
+    assert "REPLAN DIRECTIVE from the controller: break_symmetry" in second and "D=0.500 P=1.000" in second
+    assert "Previous directive: break_symmetry" in third and "D=0.500 P=1.000 Omega=0.2" in third
+    grad = float(third.split("gradL=", 1)[1].split()[0])
+    assert 0 < grad < 0.1  # a plateau: the table's cell 14 again, not change_approach
+    assert blocked_tools_line(second) == "shell"
+    assert blocked_tools_line(third) == "glob", "read_file is the matched header step's tool"
+    header_turns = turns(server, "print the header")
+    assert "shell" not in offered(header_turns[2]) and "read_file" in offered(header_turns[2])  # round 2
+    assert {"read_file", "shell"} <= offered(header_turns[4]) and "glob" not in offered(header_turns[4])  # round 3
+    assert server.unused() == {}
