@@ -10,10 +10,15 @@ middle of a plan, a deliverable rewritten by ``sed -i``.
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from artoo.config.contracts import Megram
+from artoo.memory.store import MemoryStore
+from artoo.memory.tags import ENV_LOCAL, episode_content, intent_space
 from tests.conftest import final_from, run_cli
 from tests.run_graph import subflow_names
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
@@ -159,3 +164,78 @@ def test_success_claimed_without_evidence_twice_blocks_only_the_failing_steps_to
     assert "shell" not in offered(header_turns[2]) and "read_file" in offered(header_turns[2])  # round 2
     assert {"read_file", "shell"} <= offered(header_turns[4]) and "glob" not in offered(header_turns[4])  # round 3
     assert server.unused() == {}
+
+
+def seed(home: Path, *megrams: Megram) -> None:
+    with MemoryStore(home) as store:
+        for m in megrams:
+            store.write(m)
+
+
+def failed_megram(space: str, entity: str, state: str, content: str) -> Megram:
+    return Megram(id=uuid.uuid4().hex, created_at=datetime.now(UTC), space=space, entity=entity, content=content,
+                  state=state, f=0.95, sigma=-1.0, k=0.05)
+
+
+def memory_lines(prompt_text: str) -> list[str]:
+    """The MUST NOT lines of the memory block (between its heading and the next section)."""
+    if "MUST NOT (hard constraints" not in prompt_text:
+        return []
+    block = prompt_text.split("MUST NOT (hard constraints", 1)[1].split("\n\n", 1)[0]
+    return [line for line in block.splitlines()[1:] if line.startswith("- ")]
+
+
+def test_memory_from_other_tasks_restricts_shell_only_on_its_own_path(scripted, artoo_env: Path):
+    """Three tasks failed with shell on logs/app.log (Avoid), and a backup task was abandoned (Avoid).
+
+    A fresh task on notes.txt is offered shell, its plan declaring shell is accepted at once, and
+    no MUST NOT line restricts shell except on that other path; the backup task's failure is not
+    this task's.  A task on the same log gets "use the tool 'shell' on '<log>'": its plan that
+    declares shell on ``logs/app.log`` (relative; memory holds the absolute path) is re-asked,
+    the re-asked read_file plan runs, and the executor's own shell call on the log is refused
+    while read_file on it works.
+    """
+    ws = artoo_env / "workspace"
+    (ws / "logs").mkdir(parents=True)
+    (ws / "notes.txt").write_text("a\nb\n")
+    (ws / "logs" / "app.log").write_text("x\ny\nz\n")
+    log = str(ws / "logs" / "app.log")
+    backup = "back up the photos to the nas"
+    seed(artoo_env / "home",
+         *(failed_megram("tool:shell", f"path:{log}", "change_approach", f"change_approach: shell on {log} failed")
+           for _ in range(3)),
+         *(failed_megram(intent_space(backup), ENV_LOCAL, "abandon",
+                         episode_content("abandon", backup, ["r1 shell: rsync -a ~/Pictures nas: → refused"],
+                                         "Abandoned: the nas was unreachable.")) for _ in range(2)))
+    c = "the line count is printed"
+    notes = scripted(scenario(
+        TaskSpec=[spec("count_notes", "count the lines of notes.txt")],
+        Plan=[plan([subtask("count notes.txt lines", [c], context="wc -l notes.txt", tools=["shell"])], ["counted"])],
+        tools=[call("shell", command="wc -l notes.txt"), done("2")],
+        AgentVerdict=[agent(verdict(c, True))], TaskVerdict=[task_verdict(verdict("counted", True))],
+    ))
+    code, final = run_json("count the lines of notes.txt")
+    assert (code, final["directive"], final["replans"]) == (0, "accept", 0)
+    first = prompt(bodies(notes, "Plan")[0])
+    assert len(bodies(notes, "Plan")) == 1 and blocked_tools_line(first) == "none"
+    assert "Tools that must not appear" not in first and "rsync" not in first and backup not in first
+    shell_lines = [line for line in memory_lines(first) if "shell" in line]
+    assert shell_lines and all(f"'{log}'" in line for line in shell_lines), shell_lines
+    assert all("shell" in offered(b) for b in bodies(notes, "tools"))
+
+    same = scripted(scenario(
+        TaskSpec=[spec("count_log", "count the lines of the app log")],
+        Plan=[plan([subtask("count the log lines", [c], context="wc -l logs/app.log", tools=["shell"])], ["counted"]),
+              plan([subtask("read logs/app.log and count its lines", [c], tools=["read_file"])], ["counted"])],
+        tools=[call("shell", command="wc -l logs/app.log"), call("read_file", path="logs/app.log"), done("3")],
+        AgentVerdict=[agent(verdict(c, True))], TaskVerdict=[task_verdict(verdict("counted", True))],
+    ))
+    code, final = run_json("count the lines of the app log")
+    assert (code, final["directive"], final["replans"]) == (0, "accept", 0)
+    plans = [prompt(b) for b in bodies(same, "Plan")]
+    assert len(plans) == 2 and f"use the tool 'shell' on '{log}'" in "\n".join(memory_lines(plans[0]))
+    assert f"uses 'shell' on '{log}', which memory says failed" in plans[1]  # the relative path matched
+    executor = bodies(same, "tools")
+    assert "shell" in offered(executor[0])  # the tool stays; only that tool on that target is refused
+    assert f"memory says shell on '{log}' failed before" in tool_reply(executor[1])
+    assert "x\ny\nz" in tool_reply(executor[2])
