@@ -19,6 +19,7 @@ import pytest
 from artoo.config.contracts import Megram
 from artoo.memory.store import MemoryStore
 from artoo.memory.tags import ENV_LOCAL, episode_content, intent_space
+from artoo.tasks.tools import overlay, sandbox
 from tests.conftest import final_from, run_cli
 from tests.run_graph import subflow_names
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
@@ -239,3 +240,95 @@ def test_memory_from_other_tasks_restricts_shell_only_on_its_own_path(scripted, 
     assert "shell" in offered(executor[0])  # the tool stays; only that tool on that target is refused
     assert f"memory says shell on '{log}' failed before" in tool_reply(executor[1])
     assert "x\ny\nz" in tool_reply(executor[2])
+
+
+needs_overlay = pytest.mark.skipif(sandbox.find_bwrap() is None or overlay.overlay_problem() is not None,
+                                   reason="Law 1 by effect needs bubblewrap and overlayfs")
+
+
+@needs_overlay
+def test_a_script_deleting_a_users_file_mid_plan_is_refused_and_the_next_round_writes_anew(scripted,
+                                                                                           artoo_env: Path):
+    """Group 1 writes tidy.sh (a new file: fine); group 2 runs it and it deletes notes/old.txt, which
+    the user had before the task: the change set asks, nobody is there → denied, discarded; group 3
+    is skipped.  D = 2/3, P = 0 (denied and skipped are no evidence) → change_path.
+
+    The planner is told what was refused; notes/old.txt is no blocked target and no memory is
+    written against it; round 2 writes sort.sh and runs it, its change set (a new sorted.txt)
+    commits with no question.
+    """
+    ws = artoo_env / "workspace"
+    (ws / "notes").mkdir(parents=True)
+    (ws / "notes" / "old.txt").write_text("the user's old notes\n")
+    (ws / "input.txt").write_text("pear\napple\n")
+    script, ran, shown = "the script file exists", "sorted.txt holds the sorted lines", "the sorted lines are printed"
+    steps = {1: ("write tidy.sh", "write sort.sh"), 2: ("run tidy.sh", "run sort.sh"), 3: ("show sorted.txt",) * 2}
+
+    def plan_of(r: int) -> dict:
+        tools = {1: "write_file", 2: "shell", 3: "read_file"}
+        return plan([subtask(steps[s][r], [c], s, tools=[tools[s]]) for s, c in ((1, script), (2, ran), (3, shown))],
+                    ["the sorted input is shown"])
+
+    server = scripted(scenario(
+        TaskSpec=[spec("tidy_input", "sort input.txt into sorted.txt")],
+        Plan=[plan_of(0), plan_of(1)],
+        tools=[call("write_file", path="tidy.sh", content="sort input.txt > sorted.txt\nrm notes/old.txt\n"),
+               done("tidy.sh written"), call("shell", command="bash tidy.sh"),
+               done("the user did not approve", status="failed"),
+               call("write_file", path="sort.sh", content="sort input.txt > sorted.txt\n"), done("sort.sh written"),
+               call("shell", command="bash sort.sh"), done("sorted"),
+               call("read_file", path="sorted.txt"), done("apple pear")],
+        AgentVerdict=[agent(verdict(script, True)), agent(verdict(script, True)), agent(verdict(ran, True)),
+                      agent(verdict(shown, True))],
+        TaskVerdict=[task_verdict(verdict("the sorted input is shown", True))],
+    ))
+    code, final = run_json("sort input.txt into sorted.txt")
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "change_path")
+    assert (ws / "notes" / "old.txt").read_text() == "the user's old notes\n"
+    assert (ws / "sorted.txt").read_text() == "apple\npear\n"
+    second = prompt(bodies(server, "Plan")[1])
+    assert "REPLAN DIRECTIVE from the controller: change_path" in second and "D=0.667 P=0.000" in second
+    assert must_not(second) == " none\nBlocked targets:\n  - none"
+    assert "The user REFUSED" in second and "  - shell bash tidy.sh — [LAW1] denied: bash tidy.sh" in second
+    assert "'show sorted.txt': not run" in second
+    run_sort = turns(server, "run sort.sh")
+    assert "shell" in offered(run_sort[0])
+    reply = tool_reply(run_sort[1])
+    assert "[changes committed]" in reply and "sorted.txt" in reply and "LAW1" not in reply
+    assert final["summary"].count("denied: ") == 1  # round 1's refusal only: round 2 asked nothing
+    with MemoryStore(artoo_env / "home") as store:
+        assert store.recent("tool:shell", f"path:{ws / 'notes' / 'old.txt'}", limit=5) == []
+
+
+@needs_overlay
+def test_a_deliverable_made_by_shell_is_fixed_with_sed_in_place_without_a_question(scripted, artoo_env: Path):
+    """Round 1 makes out/summary.md with ``mkdir -p`` and a redirect; R4b rejects the task criterion.
+
+    D = 1/2, P = 1 (a logical task verdict), ∇L = 0 → break_symmetry, but no subtask failed, so no
+    tool is blocked: round 2 is offered shell and rewrites its own file with ``sed -i`` (a temp file
+    renamed over it) — the change set touches only what the task created, so it commits quietly.
+    """
+    sub_c, task_c = "out/summary.md is written", "the summary states the total"
+    server = scripted(scenario(
+        TaskSpec=[spec("summarise", "summarise the numbers")],
+        Plan=[plan([subtask("write out/summary.md", [sub_c], tools=["shell"])], [task_c]),
+              plan([subtask("fix the total in out/summary.md", [sub_c], tools=["shell"])], [task_c])],
+        tools=[call("shell", command="mkdir -p out && printf 'title\\ntotal: ?\\n' > out/summary.md"),
+               done("written"), call("shell", command="sed -i 's/^total: .*/total: 3/' out/summary.md"),
+               done("rewritten")],
+        AgentVerdict=[agent(verdict(sub_c, True)), agent(verdict(sub_c, True))],
+        TaskVerdict=[task_verdict(verdict(task_c, False, "logical", "the total is a question mark")),
+                     task_verdict(verdict(task_c, True))],
+    ))
+    code, final = run_json("summarise the numbers")
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "break_symmetry")
+    assert "[LAW1]" not in final["summary"]
+    assert (artoo_env / "workspace" / "out" / "summary.md").read_text() == "title\ntotal: 3\n"
+    assert sorted(p.name for p in (artoo_env / "workspace").rglob("*")) == ["out", "summary.md"]  # no sed temp
+    second = prompt(bodies(server, "Plan")[1])
+    assert blocked_tools_line(second) == "none" and must_not(second).endswith("Blocked targets:\n  - none")
+    executor = bodies(server, "tools")
+    assert "shell" in offered(executor[2])
+    reply = tool_reply(executor[3])
+    assert "[changes committed]" in reply and "LAW1" not in reply
+    assert len(bodies(server, "Plan")) == 2 and server.unused() == {}
