@@ -48,12 +48,14 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
     calibration = _calibrate(rt, spec, blocked_tools, blocked_targets)
+    rt.served_sops = [*calibration.sops, *calibration.tool_sops] if calibration is not None else []
     must_not_tools = set(blocked_tools) | set(getattr(calibration, "must_not_tools", set()))
     must_not_targets = set(blocked_targets) | set(getattr(calibration, "must_not_targets", set()))
+    pairs = sorted(getattr(calibration, "must_not_pairs", set()))  # memory: that tool on that target only
     block = calibration.prompt_block() if calibration is not None else ""
     try:
         plan = await _plan(runtime_id, spec, block, directive, must_not_tools, must_not_targets, prior_summary,
-                           evidence)
+                           evidence, pairs)
     except RunFailure as exc:  # a plan that broke the rules twice, or the planner's endpoint failing
         logger.error("round %d failed honestly: %s", round_no, exc)
         return _rejected_round(rt, spec, str(exc), exc.failure_class)
@@ -62,7 +64,6 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
         logger.warning(cap_note)
     manifest, groups = plan_rules.dispatch(plan, spec.task_id, round_no)
     rt.bus.publish(manifest, "R2", "R4b")
-    pairs = sorted(getattr(calibration, "must_not_pairs", set()))  # memory: that tool on that target only
     outcomes = await _run_groups(runtime_id, rt, round_no, groups, sorted(must_not_tools), sorted(must_not_targets),
                                  pairs)
     merged = r4b.merge_outputs(outcomes)
@@ -102,7 +103,7 @@ def _calibrate(rt: Runtime, spec: TaskSpec, blocked_tools: list[str], blocked_ta
 
 async def _plan(runtime_id: str, spec: TaskSpec, block: str, directive: PlanDirective | None,
                 must_not_tools: set[str], must_not_targets: set[str], prior_summary: str,
-                evidence: str = "") -> PlanAnswer:
+                evidence: str = "", pairs: list[tuple[str, str]] = ()) -> PlanAnswer:
     """Ask R2; a plan that breaks the rules is re-asked once with the problems, then rejected.
 
     Size alone never rejects the re-asked plan: it is capped (and the cap logged) instead.
@@ -113,7 +114,7 @@ async def _plan(runtime_id: str, spec: TaskSpec, block: str, directive: PlanDire
                                prior_summary, problems, suffix=suffix, evidence=evidence)
         size_limit = None if suffix else plan_rules.MAX_SUBTASKS
         problems = plan_rules.validate_plan(plan, must_not_tools, must_not_targets, max_subtasks=size_limit,
-                                            workspace=get_runtime(runtime_id).workspace)
+                                            workspace=get_runtime(runtime_id).workspace, must_not_pairs=pairs)
         if not problems:
             return plan
         get_run_logger().warning("plan rejected: %s", "; ".join(problems))

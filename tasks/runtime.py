@@ -40,6 +40,10 @@ class Runtime:
     """The run's DecisionLog (artoo.tasks.decision_log), or None when it is off."""
     law1_waits: list[float] = field(default_factory=list)
     """Seconds each Law-1 question waited for the person: excluded from Ω, reported on its own."""
+    served_sops: list[Any] = field(default_factory=list)
+    """The SOPRecords this round's calibration served to R2; R7 checks them against the outcome."""
+    fed_back: set[str] = field(default_factory=set)
+    """Ids of the SOPs already given negative feedback in this task (one piece of evidence per task)."""
 
 
 _REGISTRY: dict[str, Runtime] = {}

@@ -98,9 +98,10 @@ def test_economy_of_two_parallel_subtasks_counts_calls_twice_but_time_once():
     assert e.chars_sent["R3"] > e.chars_sent["R4b"]
 
 
-@pytest.mark.parametrize(("retries", "replans", "minimum"), [(0, 0, 5), (1, 0, 7), (0, 3, 11), (2, 1, 11)])
-def test_spec_minimum_chain(retries, replans, minimum):
-    assert spec_minimum_chain(retries, replans) == minimum
+@pytest.mark.parametrize(("retries", "replans", "abandon", "minimum"),
+                         [(0, 0, False, 5), (1, 0, False, 7), (0, 3, False, 11), (2, 1, False, 11), (0, 3, True, 12)])
+def test_spec_minimum_chain(retries, replans, abandon, minimum):
+    assert spec_minimum_chain(retries, replans, abandon) == minimum
 
 
 def test_spec_minimum_chain_rejects_negative_counts():

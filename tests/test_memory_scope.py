@@ -35,9 +35,9 @@ def megram(space: str, entity: str, state: str, f: float, sigma: float, content:
                   content=content or f"{state}: {space} on {entity}", state=state, f=f, sigma=sigma, k=k)
 
 
-def hello_story(scripted):
+def hello_story(scripted, task_id: str = "say_hello", intent: str = "say hello"):
     return scripted(scenario(
-        TaskSpec=[spec("say_hello", "say hello")],
+        TaskSpec=[spec(task_id, intent)],
         Plan=[plan([subtask("print hello", ["the output contains hello"])], ["hello was printed"])],
         tools=[call("shell", command="echo hello"), done("hello")],
         AgentVerdict=[agent(verdict("the output contains hello", True, evidence="shell printed hello"))],
@@ -103,3 +103,61 @@ def test_the_planner_reads_the_failed_approach_and_the_tool_pair_sop(scripted, a
     assert "grep -c ERROR /var/log/app.log" in prompt and "Permission denied" in prompt
     assert "the replan budget is spent" in prompt
     assert "'shell' on '/var/log/archive': the archived logs are gzip files: read them with zgrep" in prompt
+
+
+def test_a_rule_the_failed_round_went_against_gets_negative_feedback(scripted, artoo_env: Path):
+    """Round 1 follows two SHOULD PREFER rules and fails logically (grep on a missing log → break_symmetry);
+    round 2 reads the count and is accepted.  R7 appends one negative-σ Megram against each rule the round
+    contradicted (the intent rule, and the shell rule whose call failed) and none against the untouched one."""
+    workspace = artoo_env / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "count.txt").write_text("3\n")
+    intent = intent_space("count the errors")
+    rules = {
+        "intent": megram(intent, ENV_LOCAL, "best_practice", 1.0, 1.0, "grep the live log", level="C", k=0.0),
+        "shell": megram("tool:shell", f"path:{workspace}/app.log", "best_practice", 1.0, 1.0,
+                        "grep app.log directly", level="C", k=0.0),
+        "other": megram("tool:shell", "path:/srv/unrelated", "best_practice", 1.0, 1.0, "fine", level="C", k=0.0),
+    }
+    seed(artoo_env / "home", *rules.values())
+    c = "the error count is printed"
+    server = scripted(scenario(
+        TaskSpec=[spec("count_errors", "count the errors in the app log")],
+        Plan=[plan([subtask("grep the log", [c], tools=["shell"])], ["the count was printed"]),
+              plan([subtask("read the saved count", [c], tools=["read_file"])], ["the count was printed"])],
+        tools=[call("shell", command="grep -c ERROR app.log"), done("no log", status="failed"),
+               call("read_file", path="count.txt"), done("3")],
+        AgentVerdict=[agent(verdict(c, False, "logical")), agent(verdict(c, True, evidence="read 3"))],
+        TaskVerdict=[task_verdict(verdict("the count was printed", True))],
+    ))
+    code, final = run_json("count the errors in the app log")
+    assert (code, final["directive"], final["prev_directive"]) == (0, "accept", "break_symmetry")
+    assert "grep the live log" in planner_prompt(server)
+    with MemoryStore(artoo_env / "home") as store:
+        feedback = {name: [m for m in store.recent(r.space, r.entity, limit=10) if m.state == "negative_feedback"]
+                    for name, r in rules.items()}
+    assert {name: len(found) for name, found in feedback.items()} == {"intent": 1, "shell": 1, "other": 0}
+    assert all(m.sigma < 0 for found in feedback.values() for m in found)
+    assert rules["intent"].id in feedback["intent"][0].content and "break_symmetry" in feedback["intent"][0].content
+    assert "shell on" in feedback["shell"][0].content and "app.log failed" in feedback["shell"][0].content
+
+
+def test_what_one_task_tried_is_quoted_to_the_next(scripted, artoo_env: Path, monkeypatch: pytest.MonkeyPatch):
+    """Writer to reader: a task that greps a missing log is abandoned (no replans allowed); the GGS's intent
+    Megram says what it tried, and the next task like it is told not to repeat exactly that call."""
+    monkeypatch.setenv("ARTOO_GGS__MAX_REPLANS", "0")
+    c = "the error count is printed"
+    scripted(scenario(
+        TaskSpec=[spec("count_errors", "count the errors in the app log")],
+        Plan=[plan([subtask("grep the log", [c], tools=["shell"])], ["the count was printed"])],
+        tools=[call("shell", command="grep -c ERROR app.log"), done("no log", status="failed")],
+        AgentVerdict=[agent(verdict(c, False, "logical"))],
+    ))
+    code, final = run_json("count the errors in the app log")
+    assert (code, final["directive"]) == (1, "abandon")
+    server = hello_story(scripted, "count_again", "count the errors again")  # same first three words
+    code, final = run_json("count the errors again")
+    assert (code, final["directive"]) == (0, "accept")
+    prompt = planner_prompt(server)
+    assert "repeat the approach that failed before for tasks like 'count the errors again'" in prompt
+    assert "tried r1 shell: grep -c ERROR app.log" in prompt and "the replan budget is spent" in prompt

@@ -65,6 +65,23 @@ def test_validate_plan(plan, tools, targets, expected):
         assert needle in problem
 
 
+@pytest.mark.parametrize("plan, pairs, expected", [
+    (plan_of(sub(intent="grep /srv/x/app.log", tools=["shell"])), {("shell", "/srv/x/app.log")},
+     ["uses 'shell' on '/srv/x/app.log'"]),
+    (plan_of(sub(intent="grep app.log", tools=["shell"])), {("shell", "/ws/app.log")}, ["'shell' on '/ws/app.log'"]),
+    (plan_of(sub(intent="grep app.log", tools=["shell"])), {("shell", "app.log")}, ["'shell' on '/ws/app.log'"]),
+    (plan_of(sub(intent="read /srv/x/app.log", tools=["read_file"])), {("shell", "/srv/x/app.log")}, []),
+    (plan_of(sub(intent="grep /srv/y/app.log", tools=["shell"])), {("shell", "/srv/x/app.log")}, []),
+    (plan_of(sub(intent="grep the shell history", tools=["read_file"])), {("shell", "/srv/x")}, []),
+    (plan_of(sub(intent="list /srv/x/sub", tools=["shell"])), {("shell", "/srv/x")}, []),  # exact, not prefix
+])
+def test_validate_plan_memory_pairs_restrict_a_tool_on_a_target_only(plan, pairs, expected):
+    problems = validate_plan(plan, set(), set(), workspace="/ws", must_not_pairs=pairs)
+    assert len(problems) == len(expected), problems
+    for problem, needle in zip(problems, expected, strict=True):
+        assert needle in problem
+
+
 def test_validate_plan_reports_every_subtask():
     plan = plan_of(sub(intent="a", criteria=(), tools=["shell"]), sub(intent="b", tools=["shell"]))
     problems = validate_plan(plan, {"shell"}, set())

@@ -43,7 +43,7 @@ def offered(body: dict) -> set[str]:
     return {t["function"]["name"] for t in body.get("tools", [])}
 
 
-def test_a_users_file_read_fine_beside_a_failing_write_stays_usable(scripted, artoo_env: Path):
+def test_a_users_file_stays_usable_and_the_planner_sees_the_failed_call(scripted, artoo_env: Path):
     """(a)+(i) Round 1 reads notes.txt (fine), then writes where it may not → change_path.
 
     Only the write's target is blocked: round 2 may read notes.txt (its plan names it and is
@@ -180,6 +180,7 @@ def run_with_slow_answer(args: list[str], answer: bytes, after_s: float) -> tupl
     return proc.returncode, out.decode()
 
 
+@pytest.mark.slow  # a real artoo process and a 10-second wait
 def test_a_slow_law1_yes_does_not_turn_an_accept_into_an_abandon(scripted, artoo_env: Path, monkeypatch):
     """(e) Ω = elapsed / budget here (w₂ = 1), so a wait as long as the budget would abandon.
 

@@ -10,8 +10,8 @@ The prompt is built by pure functions so it can be inspected without a model.
 
 from __future__ import annotations
 
-from artoo.config.contracts import PlanDirective, SubTaskOutcome, TaskSpec
-from artoo.config.protocol import PlanAnswer
+from artoo.config.contracts import FinalResult, PlanDirective, SubTaskOutcome, TaskSpec
+from artoo.config.protocol import FailureReport, PlanAnswer
 from artoo.tasks.roles.prompting import as_text, cap, fence_untrusted, system, user
 
 EVIDENCE_CALL_CHARS = 600
@@ -180,3 +180,33 @@ async def plan(llm, spec: TaskSpec, calibration_block: str, directive: PlanDirec
     messages = messages_for(spec, calibration_block, directive, must_not_tools, must_not_targets,
                             prior_outcomes_summary, problems, evidence)
     return await llm.structured("R2", "Plan", messages)
+
+
+FAILURE_ROLE = """Role R2, Planner, reporting on a task the controller abandoned (it will not be retried).
+Write a SHORT report for the user from the facts given: what was achieved (the partial result they can
+still use, or "nothing usable"), what blocked the task (the real cause, in plain words), and at most
+three concrete things to try next. Do not invent results that the facts do not show."""
+
+
+def failure_messages(spec: TaskSpec, final: FinalResult, trajectory: list[dict]) -> list[dict]:
+    """The one failure-report request: the task, the GGS's account of the abandon and the loss per round."""
+    rounds = "\n".join(f"round {r.get('round')}: {r.get('state')} (D={r.get('D', 0):.2f}, P={r.get('P', 0):.2f}, "
+                       f"Omega={r.get('Omega', 0):.2f})" for r in trajectory)
+    facts = (f"{_task_block(spec)}\n\nWhy it was abandoned (the controller's account):\n"
+             + fence_untrusted("summary", final.summary)
+             + f"\n\nRounds:\n{rounds}\n\nPartial output:\n"
+             + fence_untrusted("output", cap(as_text(final.output), 3000))
+             + "\n\nThe controller's suggestions:\n" + "\n".join(f"- {s}" for s in final.next_steps))
+    return [system(FAILURE_ROLE, "FailureReport"), user(facts)]
+
+
+async def failure_report(llm, spec: TaskSpec, final: FinalResult, trajectory: list[dict]) -> FailureReport:
+    """One R2 call on abandon: what was achieved, what blocked it, what to try."""
+    return await llm.structured("R2", "FailureReport", failure_messages(spec, final, trajectory))
+
+
+def with_report(final: FinalResult, report: FailureReport) -> FinalResult:
+    """The FinalResult carrying the report: the GGS's numbers first, then the report; its steps first."""
+    summary = f"{final.summary} Achieved: {report.achieved.strip()} Blocked by: {report.blocked_by.strip()}"
+    steps = [s.strip() for s in report.try_next if s.strip()][:3] or list(final.next_steps)
+    return final.model_copy(update={"summary": summary, "next_steps": steps})
