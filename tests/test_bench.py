@@ -197,4 +197,5 @@ def test_artoo_bench_json_produces_every_figure_with_its_target(prefect_api: str
             assert isinstance(figure["met"], bool), (key, figure)
     flow_runs = [k for k in figures if k.startswith("flow_runs.")]
     assert len(flow_runs) == 12 * len(MODES), flow_runs  # 8 subflow + 4 task candidates per mode
-    assert set(doc["sections"]) == {"overhead", "parallel", "economy", "flow_runs", "memory", "law1_overlay"}
+    assert set(doc["sections"]) == {"overhead", "parallel", "economy", "flow_runs", "memory", "audit",
+                                    "law1_overlay"}
