@@ -61,6 +61,15 @@ def test_call_targets(tool, value, targets):
     ("Search the log for errors", set()),
     ("write it to /srv/reports/summary.md (the team folder)", {"/srv/reports/summary.md"}),
     ("see https://example.com/a.html", set()),
+    # a path named only to rule it out is not used (models say so once a target is blocked)
+    ("The log is not at /srv/logz/app.log (that path does not exist); count logs/app.log.", {"/ws/logs/app.log"}),
+    ("count logs/app.log instead of /srv/logz/app.log", {"/ws/logs/app.log"}),
+    ("/srv/logz/app.log is missing, so read logs/app.log", {"/ws/logs/app.log"}),
+    ("do not write to /etc/motd; write out/motd.txt", {"/ws/out/motd.txt"}),
+    # ... but a ruling-out word in another clause, or far away, does not spare a path
+    ("if it does not exist, create out/report.md", {"/ws/out/report.md"}),
+    ("write /ws/a.md, not the draft", {"/ws/a.md"}),
+    ("never mind the old plan and just read the file /srv/logz/app.log", {"/srv/logz/app.log"}),
 ])
 def test_text_targets(text, expected):
     assert text_targets(text, WS) == expected
