@@ -341,8 +341,12 @@ def _log(level: int, message: str) -> None:
 
 
 def _unobservable(verdict: PolicyVerdict) -> bool:
-    """Whether the text judge found what no overlay sees: data sent off the machine."""
-    return re.search(r"(^|; )network\b", verdict.reason) is not None
+    """Whether the text judge found what no overlay sees: data sent off the machine, or a daemon's changes.
+
+    Only asked with the network on: without it no daemon is reachable (no Unix sockets, no
+    network namespace) and nothing leaves the machine, so the command can only fail.
+    """
+    return re.search(r"(^|; )(network|daemon)\b", verdict.reason) is not None or "daemon" in verdict.reason
 def _plain(value: object) -> object:
     """A change set as JSON data (a pydantic model is dumped; None stays None)."""
     dump = getattr(value, "model_dump", None)
