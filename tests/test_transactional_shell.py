@@ -182,3 +182,20 @@ def test_with_the_network_on_the_text_judge_still_asks_what_no_overlay_sees(
     result = run(make_box(tmp_path, ws, gate, network=network).call("shell", {"command": command}))
     assert bool(gate.asked) is asked
     assert result.output.startswith("[LAW1] denied") is asked
+
+
+@pytest.mark.parametrize("approve", [False, True])
+def test_home_on_an_overlay_every_change_there_is_asked(tmp_path: Path, ws: Path, monkeypatch, approve: bool) -> None:
+    from artoo.config.settings import load_settings
+    from artoo.tasks.tools import ToolBox
+
+    home = tmp_path / "userhome"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    settings = load_settings(home=str(tmp_path / "artoo_home"), workspace=str(ws), tools={"overlay_home": True})
+    gate = Gate(approve)
+    result = run(ToolBox(settings, ws, gate).call("shell", {"command": "echo x > ~/note.txt && echo y > fresh.txt"}))
+    assert gate.asked[0].targets == [f"{os.path.realpath(home)}/note.txt"]  # the new workspace file asks nothing
+    assert "outside the workspace" in gate.asked[0].reason
+    assert result.ok is approve
+    assert (home / "note.txt").exists() is approve and (ws / "fresh.txt").exists() is approve
