@@ -1,6 +1,6 @@
 """The benchmark harness: plan the runs, run the candidates side by side, print tables or one JSON.
 
-    artoo bench [--json] [--quick] [--only overhead,parallel,economy,flow_runs,memory,audit]
+    artoo bench [--json] [--quick] [--only overhead,parallel,economy,flow_runs,memory,audit,law1_overlay]
                 [--latency S] [--repeats N] [--api-url URL] [--ephemeral-only] [--memory-full]
 
 Benchmarks (see bench/README.md for how to read them):
@@ -12,6 +12,8 @@ Benchmarks (see bench/README.md for how to read them):
 * ``flow_runs`` — one empty subflow / task run, ours against Prefect's defaults;
 * ``memory``    — ``bench/memory_bench.py`` (tiny sizes with --quick; 10⁵–10⁷ with --memory-full);
 * ``audit``     — ``bench/audit_bench.py``: the REPL's ``/audit`` answer time, p95 against 3 s.
+* ``law1_overlay`` — what Law 1 by effect adds per shell command (overlay + change set) on a
+  10,000-file workspace, side by side with the plain sandbox (``bench/overlay_bench.py``).
 
 The modes are ``ephemeral`` (Prefect's SQLite server) and ``local`` (a Postgres-backed
 ``prefect server start`` this harness starts, or the one at ``--api-url``).  Nothing
@@ -34,7 +36,7 @@ from rich.console import Console
 from artoo.bench.env import EPHEMERAL, LOCAL, Servers, isolate, stop_ephemeral, temp_root
 from artoo.bench.report import Figure, Section, at_most, figures_table, fmt, table
 
-BENCHMARKS = ("overhead", "parallel", "economy", "flow_runs", "memory", "audit")
+BENCHMARKS = ("overhead", "parallel", "economy", "flow_runs", "memory", "audit", "law1_overlay")
 MEMORY_QUICK, MEMORY_DEFAULT, MEMORY_FULL = [10**4], [10**5], [10**5, 10**6, 10**7]
 MEMORY_UNITS = {"query_mk_p50_ms@1e7": "ms", "write_p50_us": "µs", "ingest_per_s": "/s", "dream_s@1e7": "s"}
 
@@ -95,6 +97,11 @@ def run(args: argparse.Namespace, root: Path, original_env: dict[str, str], say)
         sections["memory"] = _memory(args, root, say)
     if "audit" in args.selection:
         sections["audit"] = _audit(args, say)
+    if "law1_overlay" in args.selection:
+        from artoo.bench import overlay_bench
+
+        say("Law 1 by effect: shell commands on a 10,000-file workspace, plain sandbox against overlay")
+        sections["law1_overlay"] = overlay_bench.section(overlay_bench.measure(10_000, 5 if args.quick else 30, root))
     if "overhead" in args.selection:
         _process(args, root, original_env, sections["overhead"], say)
     order = [name for name in BENCHMARKS if name in sections]

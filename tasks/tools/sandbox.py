@@ -159,7 +159,8 @@ def describe(box: Sandbox, timeout_s: float) -> str:
               f"{lim.open_files} open files, secrets removed from the environment")
     if box.bwrap is not None:
         net = "network on (the subtask needs the web)" if box.network else "no network"
-        sockets = "no Unix sockets" if box.seccomp_fd is not None else "no /run (socket filter unavailable here)"
+        sockets = ("no Unix sockets" if doors.unix_socket_filter() is not None
+                   else "no /run (no Unix-socket filter for this architecture)")
         return (f"shell sandbox: bubblewrap ({box.bwrap}): read-only root, writable {box.workspace} only, "
                 f"private /tmp, {sockets}, artoo's home hidden, {net}; {bounds}")
     return (f"shell sandbox: bubblewrap is NOT in use ({bwrap_problem() or 'turned off'}); commands run "
