@@ -161,6 +161,11 @@ def server(
     print(f"Prefect UI: http://127.0.0.1:{prefect.port}\nexport PREFECT_API_URL={prefect.api_url}", flush=True)
     err.print(f"artoo server: running over {'PostgreSQL' if database else 'SQLite'}, home {prefect.home} "
               "(Ctrl-C or SIGTERM stops it)", highlight=False)
+    from artoo.local_server import ServerLogWatcher
+
+    # each failure of a background service (scheduler, late runs…) in one line, pointing at the full log
+    watcher = ServerLogWatcher(prefect.log_path, lambda line: err.print(line, highlight=False, soft_wrap=True),
+                               offset=prefect.log_offset).start()
     died = False
     try:
         while not died:
@@ -169,6 +174,7 @@ def server(
     except KeyboardInterrupt:
         pass
     finally:
+        watcher.stop()
         prefect.stop()
         if database:
             database.stop()
