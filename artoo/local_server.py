@@ -38,7 +38,7 @@ SCHEDULER_DEFAULTS = {
     "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "60",
     "PREFECT_SERVER_SERVICES_SCHEDULER_RECENT_DEPLOYMENTS_LOOP_SECONDS": "5",
     "PREFECT_SERVER_SERVICES_SCHEDULER_MIN_RUNS": "3",
-    "PREFECT_SERVER_SERVICES_SCHEDULER_MIN_SCHEDULED_TIME": "3600",
+    "PREFECT_SERVER_SERVICES_SCHEDULER_MIN_SCHEDULED_TIME": "PT1H",
 }
 """The scheduler settings ``artoo server`` runs with (Prefect's own defaults, spelled out; each yields to the
 environment): a full pass every 60 s, a pass over deployments created or changed in the last seconds every 5 s
