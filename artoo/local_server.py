@@ -247,7 +247,8 @@ def service_errors(lines: Iterable[str]) -> list[ServiceError]:
             if record:
                 found.append(ServiceError(record["logger"], _service(record["logger"], record["message"]),
                                           error or record["message"].strip()))
-            record, error, in_traceback = (started if started["level"] in FAILED else None), None, False
+            record, error = (started if started["level"] in FAILED else None), None
+            in_traceback = started["message"].startswith("Traceback (most recent call last)")  # uvicorn's way
         elif record and line.startswith("Traceback (most recent call last)"):
             in_traceback = True
         elif record and in_traceback and EXCEPTION.match(line):
