@@ -8,7 +8,18 @@ machine are irreversible, wherever they hide (chains, pipes, subshells, ``$( …
 ``sh -c``, sudo, xargs, ``find -exec`` …).  The only question asked of the world is
 ``exists(path)``, injected by the caller; without it every "does this exist?" is
 answered "maybe", which counts as irreversible.  Text that does not parse is
-irreversible too: what cannot be read cannot be called safe.
+irreversible too: what cannot be read cannot be called safe.  So is a program that runs
+code the text does not show (``python3 cleanup.py``, ``make clean``, ``npm test``) when
+that code exists, and a request to a daemon (``mysql``, ``redis-cli``, ``docker``) that may
+change what it holds.
+
+Each danger names its category first: ``deletion``, ``overwrite``, ``system``, ``network``,
+``daemon`` (a server changes what it holds), ``runs code`` (code the text does not show),
+``hidden`` (a command known only at run time) or ``cannot parse``.
+
+``judge_command`` is the whole judgement (``artoo policy check``, and the shell where no
+overlay can be mounted); ``judge_unobservable`` keeps only what a copy-on-write overlay
+cannot see, for the transactional shell that observes file effects itself.
 """
 
 from __future__ import annotations
@@ -20,8 +31,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from artoo.tasks.law1.core import Ctx, Danger, exists_state, resolve, system_targets
-from artoo.tasks.law1.parse import ParseError, parse
 from artoo.tasks.law1.rules import judge_argv, judge_script
+from artoo.tasks.law1.rules_daemon import DAEMON_CLIENTS
 
 Exists = Callable[[Path], bool]
 
@@ -43,14 +54,39 @@ def judge_command(command: str, cwd: Path, exists: Exists | None = None) -> Poli
     """Judge a shell command line run in ``cwd``; relative paths resolve against it."""
     if not command.strip():
         return PolicyVerdict(irreversible=False, reason="empty command: nothing runs")
-    try:
-        parse(command)
-    except ParseError as exc:
-        return PolicyVerdict(irreversible=True, reason=f"cannot parse: {exc}; an unreadable command is "
-                             "treated as irreversible")
     ctx = _root_ctx(cwd, exists)
     dangers = judge_script(command, ctx)
     return _verdict(dangers, ctx.seen)
+
+
+UNOBSERVABLE = ("network", "daemon")
+"""Dangers no copy-on-write overlay can see: data sent off the machine, changes a server makes for a client."""
+UNREADABLE = ("runs code", "hidden", "cannot parse")
+"""Commands whose code the text does not show: with the network on, they may send anything."""
+
+
+def judge_unobservable(command: str, cwd: Path, exists: Exists | None = None,
+                       network: bool = True) -> PolicyVerdict:
+    """Only the dangers a transactional shell cannot observe, for the shell to ask about before running.
+
+    The shell runs a command on an overlay and asks about the file changes it sees; what it cannot
+    see is what leaves through a socket: data sent to another host (``network``: the sandbox lets the
+    command reach one) and changes made by a daemon (databases, container engines, systemd).  With
+    the network on, a program whose code the text does not show (a script, a name computed at run
+    time, text that does not parse) may send anything, so it counts too.  File deletions and
+    overwrites are left out: the overlay shows them exactly.
+    """
+    if not command.strip():
+        return PolicyVerdict(irreversible=False, reason="empty command: nothing runs")
+    ctx = _root_ctx(cwd, exists)
+    kept = ("daemon", *(("network", *UNREADABLE) if network else ()))
+    dangers = [d for d in judge_script(command, ctx) if d.category in kept or _daemon_tool(d)]
+    return _verdict(dangers, ctx.seen)
+
+
+def _daemon_tool(found: Danger) -> bool:
+    name = found.command.split(" ", 1)[0].rsplit("/", 1)[-1]
+    return name in DAEMON_CLIENTS
 
 
 def judge_write(path: Path, exists: Exists | None = None) -> PolicyVerdict:

@@ -1,18 +1,29 @@
-"""Shell text → simple commands, for the Law-1 policy.
+"""Shell text → simple commands, for the Law-1 policy, read by a real bash grammar.
 
 The policy must see every command a line would run, including the ones hidden in
-``$( … )``, backticks, process substitutions, here-documents and ``;``/``&&``/``|``
-chains.  A pre-pass that knows the quoting rules lifts substitutions and here-documents
-out (their text is judged on its own) and turns unquoted newlines into ``;``; then
-``shlex`` with ``punctuation_chars`` splits words and operators.  Nothing here judges:
-it only says what would run, so the rules can stay one command at a time.
+``$( … )``, backticks, process substitutions, here-documents, ``case`` arms, loops and
+``;``/``&&``/``|`` chains.  A hand-written scanner got this wrong in the corners (it ended
+``$(case a in a) …;; esac)`` at the pattern's ``)``), so the text is parsed by
+tree-sitter's bash grammar and the syntax tree is flattened into the structures the rules
+consume: each simple command's words (quotes removed, substitutions replaced by
+placeholders whose inner text is judged on its own), its redirections, its here-input,
+the stage it reads a pipe from, and whether it surely runs in this shell.  Text the
+grammar cannot read raises ParseError; the judge then calls the command irreversible.
+Nothing here judges: it only says what would run, so the rules stay one command at a time.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
+import threading
 from dataclasses import dataclass, field
+
+try:
+    import tree_sitter_bash
+    from tree_sitter import Language, Node, Parser
+except ImportError as exc:  # an environment installed before the dependency was added
+    raise ImportError(f"Law 1 reads shell commands with tree-sitter-bash, which is not installed ({exc}); "
+                      "reinstall artoo: pip install -e .") from exc
 
 SUB = "__ARTOO_SUB{}__"
 """Placeholder word standing for a command substitution (``$( … )``, backticks) whose value is unknown."""
@@ -20,22 +31,29 @@ PROC_IN = "__ARTOO_PIN{}__"
 """Placeholder for a process substitution ``<( … )``: a file the command reads the inner output from."""
 PROC_OUT = "__ARTOO_POUT{}__"
 """Placeholder for a process substitution ``>( … )``: a file the command writes into the inner command."""
-DOC = "__ARTOO_DOC{}__"
-"""Placeholder word standing for a here-document body."""
 PLACEHOLDER = re.compile(r"__ARTOO_(SUB|PIN|POUT|DOC)(\d+)__")
 
-OPERATORS = sorted([";;&", ";;", ";&", "&&", "||", "|&", "&>>", ">>", "&>", ">&", "<&", ">|", "<<<",
-                    "<<-", "<<", "<>", ";", "&", "|", "(", ")", "<", ">"], key=len, reverse=True)
-SEPARATORS = {";", "&", "&&", "||", "|", "|&", "(", ")", ";;", ";&", ";;&"}
-REDIRECTS = {">", ">>", ">|", "&>", "&>>", ">&", "<", "<&", "<>", "<<<", "<<", "<<-"}
 KEYWORDS = {"if", "then", "else", "elif", "fi", "while", "until", "do", "done", "!", "{", "}", "esac",
             "function", "[[", "]]"}
 HEADERS = {"for", "case", "select"}
-EXEC_PRIMARIES = {"-exec", "-execdir", "-ok", "-okdir"}
-_PUNCT = set("();<>|&")
-_HIDE = str.maketrans({c: chr(0xE001 + k) for k, c in enumerate("();<>|&")})
-_SHOW = str.maketrans({chr(0xE001 + k): c for k, c in enumerate("();<>|&")})
-"""Quoted or escaped punctuation is hidden from shlex behind private-use characters, so it stays a word."""
+"""First words of the pseudo-commands that stand for a loop or case header: they run nothing themselves."""
+
+_BASH = Language(tree_sitter_bash.language())
+_LOCAL = threading.local()
+"""One tree-sitter Parser per thread: a Parser keeps state while it parses, and subtasks run in threads."""
+
+
+def _parser() -> Parser:
+    parser = getattr(_LOCAL, "parser", None)
+    if parser is None:
+        parser = _LOCAL.parser = Parser(_BASH)
+    return parser
+
+
+_NOT_PLAIN = {"subshell", "compound_statement", "do_group", "if_statement", "elif_clause", "else_clause",
+              "while_statement"}
+"""Blocks whose commands may run in a subshell, later, repeatedly or not at all."""
+_WRITE_TARGETS_SKIPPED = {"<", "<&", "<<", "<<-"}
 
 
 class ParseError(ValueError):
@@ -70,98 +88,61 @@ class Script:
     substitutions: list[str]
 
 
-def parse(text: str) -> Script:
-    """Split shell text into simple commands; raise ParseError when the shell could not."""
-    flat, subs, docs = _prepass(text)
-    lexer = shlex.shlex(flat, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
+def parse(text: str, partial: bool = False) -> Script:
+    """Split shell text into simple commands; raise ParseError when the grammar cannot read it.
+
+    ``partial=True`` never raises: it returns what the grammar could read around its errors
+    (what is inside an unreadable stretch is still judged, so an error never hides a command).
+    """
+    source = text.encode()
+    root = _parser().parse(source).root_node
+    if root.has_error and not partial:
+        raise ParseError(_error_message(root, source))
+    if root.has_error and "((" in text:  # ``$((rm a))`` is no arithmetic: dash runs ``$( (rm a))``
+        respelled = text.replace("((", "( (").encode()
+        second = _parser().parse(respelled).root_node
+        source, root = (respelled, second) if not second.has_error else (source, root)
+    flat = _Flattener(source)
     try:
-        tokens = list(lexer)
-    except ValueError as exc:
-        raise ParseError(str(exc)) from exc
-    return Script(_group(_split_operators(tokens), docs), subs)
+        flat.statements(root, plain=True)
+        skipped = _skipped(root, source, flat.read_gaps)
+    except RecursionError as exc:  # thousands of nested blocks: nobody writes that to be read
+        if partial:
+            return Script([], [])
+        raise ParseError("blocks nest too deeply to read") from exc
+    if skipped and not partial:
+        raise ParseError(f"the grammar skipped `{skipped[:40]}`")
+    return Script([c for c in flat.commands if c.words or c.redirects or c.here_input is not None],
+                  flat.subs)
 
 
-def _split_operators(tokens: list[str]) -> list[str]:
-    out: list[str] = []
-    for token in tokens:
-        if not token or not set(token) <= _PUNCT:
-            out.append(token)
+def _error_message(root: Node, source: bytes) -> str:
+    """Where the grammar gave up, in words: the first missing token or unreadable stretch."""
+    stack = [root]
+    while stack:
+        node = stack.pop(0)
+        if node.is_missing:
+            return f"missing `{node.type}` at line {node.start_point[0] + 1}"
+        if node.type == "ERROR":
+            snippet = source[node.start_byte:node.end_byte].decode(errors="replace").strip()[:40]
+            return f"cannot read `{snippet}` at line {node.start_point[0] + 1}"
+        stack = [c for c in node.children if c.has_error or c.is_missing] + stack
+    return "the grammar could not read it"
+
+
+def _skipped(root: Node, source: bytes, read: set[int]) -> str:
+    """Text no token of the tree covers (the grammar passed over it), except gaps the flattener read."""
+    at, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        if node.child_count:
+            stack.extend(reversed(node.children))
             continue
-        i = 0
-        while i < len(token):
-            op = next(o for o in OPERATORS + list(_PUNCT) if token.startswith(o, i))
-            out.append(op)
-            i += len(op)
-    return out
-
-
-def _group(tokens: list[str], docs: dict[str, str]) -> list[Simple]:
-    commands: list[Simple] = []
-    current = Simple([])
-    in_exec = False
-    nest = _Nesting()
-    i = 0
-    while i < len(tokens):
-        token, word = tokens[i], tokens[i].translate(_SHOW)
-        if not in_exec and token not in SEPARATORS and token not in REDIRECTS:
-            nest.word(current.words, word)
-        if in_exec and (word == ";" or (word == "+" and current.words[-1:] == ["{}"])):
-            current.words.append(word)
-            in_exec = False
-        elif token in EXEC_PRIMARIES:
-            current.words.append(token)
-            in_exec = True
-        elif token in REDIRECTS:
-            nxt = tokens[i + 1] if i + 1 < len(tokens) and tokens[i + 1] not in SEPARATORS else None
-            i += 0 if nxt is None else 1
-            _redirect(current, token, (nxt or "").translate(_SHOW), docs)
-        elif token in SEPARATORS:
-            current.plain = nest.plain(current, token)
-            commands.append(current)
-            nest.separator(token)
-            current = Simple([], pipe_from=current if token in ("|", "|&") else None)
-        else:
-            current.words.append(word)
-        i += 1
-    current.plain = nest.plain(current, None)
-    commands.append(current)
-    return [c for c in commands if c.words or c.redirects]
-
-
-OPENERS = {"if", "while", "until", "for", "case", "select", "{", "function"}
-CLOSERS = {"fi", "done", "esac", "}"}
-
-
-class _Nesting:
-    """Whether a command surely runs in the current shell, roughly and erring towards "nested"."""
-
-    def __init__(self) -> None:
-        self.parens, self.blocks, self.after = 0, 0, None
-
-    def word(self, words: list[str], word: str) -> None:
-        if all(w in KEYWORDS or w in HEADERS for w in words):  # still in the keyword prefix
-            self.blocks += (word in OPENERS) - (word in CLOSERS and self.blocks > 0)
-
-    def separator(self, token: str) -> None:
-        self.parens = self.parens + 1 if token == "(" else max(0, self.parens - (token == ")"))
-        self.after = token
-
-    def plain(self, simple: Simple, following: str | None) -> bool:
-        return (not self.parens and not self.blocks and simple.pipe_from is None
-                and self.after in (None, ";", "&") and following not in ("|", "|&", "&"))
-
-
-def _redirect(current: Simple, op: str, target: str, docs: dict[str, str]) -> None:
-    if op in (">&", "<&") and (target.isdigit() or target == "-"):
-        return  # fd duplication such as 2>&1, not a file
-    if op in ("<<<", "<<", "<<-"):
-        current.here_input = docs.get(target, target)
-        return
-    if op in ("<", "<&"):
-        return  # reading is harmless
-    current.redirects.append(Redirect(op, target))
+        gap = source[at:node.start_byte].decode(errors="replace").replace("\\\n", "").strip()
+        if node.start_byte > at and gap and at not in read:
+            return gap
+        at = max(at, node.end_byte)
+    return source[at:].decode(errors="replace").strip()
 
 
 def strip_prefix(words: list[str]) -> list[str]:
@@ -179,148 +160,232 @@ def _is_assignment(word: str) -> bool:
     return re.match(r"^[A-Za-z_][A-Za-z0-9_]*\+?=", word) is not None
 
 
-# ---------------------------------------------------------------- pre-pass
-class _Pre:
-    """State of the pre-pass scanner."""
+def _unescape(text: str) -> str:
+    """An unquoted word as the shell passes it: line continuations gone, ``\\x`` → ``x``."""
+    return re.sub(r"\\(.)", r"\1", text.replace("\\\n", ""), flags=re.DOTALL)
 
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.out: list[str] = []
+
+def _unescape_double(text: str) -> str:
+    """Inside double quotes a backslash only escapes ``$``, a backtick, ``"``, ``\\`` and a newline."""
+    return re.sub(r"\\([$`\"\\\n])", lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+
+
+class _Flattener:
+    """Walks the syntax tree once, collecting simple commands and substitution texts."""
+
+    def __init__(self, source: bytes) -> None:
+        self.source = source
+        self.commands: list[Simple] = []
         self.subs: list[str] = []
-        self.docs: dict[str, str] = {}
-        self.pending: list[tuple[str, str, bool]] = []
+        self.pipe: Simple | None = None
+        """The stage the next simple command reads its stdin from (set while walking a pipeline)."""
+        self.read_gaps: set[int] = set()
+        """Where text the grammar left outside every token was read anyway (``python3 - <<EOF``)."""
 
-    def sub(self, inner: str, kind: str = SUB) -> str:
+    def text(self, node: Node) -> str:
+        return self.source[node.start_byte:node.end_byte].decode(errors="replace")
+
+    # ------------------------------------------------------------ statements
+    def statements(self, node: Node, plain: bool) -> None:
+        """Each statement child of a program or block; one followed by ``&`` runs in the background."""
+        children = node.children
+        for i, child in enumerate(children):
+            if not child.is_named or child.type == "comment":
+                continue
+            background = i + 1 < len(children) and children[i + 1].type == "&"
+            self.statement(child, plain and not background)
+
+    def statement(self, node: Node, plain: bool) -> None:
+        kind = node.type
+        if kind == "command":
+            self.command(node, plain)
+        elif kind == "redirected_statement":
+            self.redirected(node, plain)
+        elif kind == "pipeline":
+            self.pipeline(node.children)
+        elif kind == "list":
+            named = [c for c in node.children if c.is_named]
+            for k, part in enumerate(named):
+                self.statement(part, plain and k == 0)
+        elif kind == "negated_command":
+            self.statements(node, plain)
+        elif kind == "compound_statement" and node.children[0].type == "((":
+            self.emit(["test", self.substitution(node, SUB), self.text(node)], plain)  # dash: nested subshells
+        elif kind in _NOT_PLAIN or kind == "ERROR":
+            self.statements(node, False)
+        elif kind == "function_definition":  # the body runs when called: later, maybe never, maybe often
+            body = node.child_by_field_name("body")
+            if body is not None:
+                self.statement(body, False)
+        elif kind in ("for_statement", "c_style_for_statement", "case_statement"):
+            self.header_and_body(node)
+        elif kind in ("declaration_command", "unset_command"):
+            self.emit([self.text(node.children[0])] + [self.word(c) for c in node.children[1:] if c.is_named],
+                      plain)
+        elif kind in ("variable_assignment", "variable_assignments"):
+            parts = [c for c in node.children if c.is_named] if kind == "variable_assignments" else [node]
+            self.emit([self.word(p) for p in parts], plain)
+        else:  # [[ … ]] and the like: only their substitutions run; the text is kept for the variables
+            self.emit(["test", *self.substitutions_in(node), self.text(node)], plain)
+
+    def header_and_body(self, node: Node) -> None:
+        """A for/select/case header becomes a pseudo-command (its words, which run nothing); bodies nest."""
+        keyword = "case" if node.type == "case_statement" else "for"
+        blocks = ("do_group", "compound_statement", "case_item", "comment")
+        self.emit([keyword, *(self.word(c) for c in node.children if c.is_named and c.type not in blocks)],
+                  False)
+        for child in node.children:
+            if child.type == "case_item":
+                self.case_item(child)
+            elif child.type in ("do_group", "compound_statement"):
+                self.statements(child, False)
+
+    def case_item(self, node: Node) -> None:
+        patterns = [self.word(c) for c in node.children_by_field_name("value")]
+        self.emit(["case", *patterns], False)
+        values = {c.id for c in node.children_by_field_name("value")}
+        for child in node.children:
+            if child.is_named and child.id not in values and child.type != "comment":
+                self.statement(child, False)
+
+    def pipeline(self, children: list[Node]) -> None:
+        for child in children:
+            if child.type in ("|", "|&"):
+                self.pipe = self.commands[-1] if self.commands else None
+            elif child.is_named and child.type != "comment":
+                self.statement(child, False)
+        self.pipe = None
+
+    def redirected(self, node: Node, plain: bool) -> None:
+        body = node.child_by_field_name("body")
+        redirects = [c for c in node.children if c.type.endswith("_redirect")]
+        plain = plain and not any(c.type == "pipeline" for r in redirects for c in r.children)
+        if body is not None and body.type == "command":
+            simple = self.command(body, plain)
+            if redirects:  # ``python3 - <<EOF``: the grammar leaves the ``-`` outside every token
+                gap = self.source[body.end_byte:redirects[0].start_byte].decode(errors="replace")
+                simple.words.extend(_unescape(w) for w in gap.split())
+                self.read_gaps.add(body.end_byte)
+        else:
+            if body is not None:
+                self.statement(body, plain)
+            simple = self.emit([], plain)
+        for redirect in redirects:
+            self.redirect(simple, redirect)
+            self.continuation(redirect)
+
+    def continuation(self, redirect: Node) -> None:
+        """``cat <<EOF | sh`` or ``cat <<EOF && rm x``: the grammar nests what follows in the here-doc."""
+        if redirect.type != "heredoc_redirect":
+            return
+        for child in redirect.children:
+            if child.type == "pipeline":
+                self.pipe = self.commands[-1] if self.commands else None
+                self.pipeline(child.children)
+            elif child.is_named and child.type not in ("heredoc_start", "heredoc_body", "heredoc_end",
+                                                       "file_redirect", "herestring_redirect", "comment"):
+                self.statement(child, False)
+
+    # ------------------------------------------------------------ simple commands
+    def command(self, node: Node, plain: bool) -> Simple:
+        words: list[str] = []
+        redirects: list[Node] = []
+        nested: list[Node] = []
+        end = -1
+        for i, child in enumerate(node.children):
+            name = node.field_name_for_child(i)
+            if child.type.endswith("_redirect"):
+                redirects.append(child)
+            elif child.type == "variable_assignment" or name in ("name", "argument"):
+                if child.start_byte == end and words:  # ``@<(cat x)``: the grammar splits one word in two
+                    words[-1] += self.word(child)
+                else:
+                    words.append(self.word(child))
+                end = child.end_byte
+            elif child.is_named and child.type != "comment":
+                nested.append(child)  # ``coproc (rm x)``: a block the grammar hangs on the command
+        simple = self.emit(words, plain)
+        for redirect in redirects:
+            self.redirect(simple, redirect)
+        for block in nested:
+            self.statement(block, False)
+        return simple
+
+    def emit(self, words: list[str], plain: bool) -> Simple:
+        simple = Simple(words, pipe_from=self.pipe, plain=plain and self.pipe is None)
+        self.pipe = None
+        self.commands.append(simple)
+        return simple
+
+    def redirect(self, simple: Simple, node: Node) -> None:
+        if node.type == "herestring_redirect":
+            value = [c for c in node.children if c.is_named]
+            simple.here_input = self.word(value[0]) if value else ""
+            return
+        if node.type == "heredoc_redirect":
+            body = next((c for c in node.children if c.type == "heredoc_body"), None)
+            simple.here_input = self.word(body) if body is not None else ""
+            for child in node.children:
+                if child.type in ("file_redirect", "herestring_redirect"):
+                    self.redirect(simple, child)
+            return
+        targets = node.children_by_field_name("destination")
+        ops = [c for c in node.children if not c.is_named]
+        if not targets or not ops:
+            return
+        simple.words.extend(self.word(t) for t in targets[1:])  # ``echo > out b``: b is an argument
+        op, target = self.text(ops[0]), self.word(targets[0])
+        if op in (">&", "<&") and (target.isdigit() or target == "-"):
+            return  # fd duplication such as 2>&1, not a file
+        if op not in _WRITE_TARGETS_SKIPPED:  # reading is harmless
+            simple.redirects.append(Redirect(op, target))
+
+    # ------------------------------------------------------------ words
+    def word(self, node: Node, quoted: bool = False) -> str:
+        """A word as the command receives it, quotes removed, substitutions as placeholders."""
+        kind = node.type
+        if kind == "command_substitution" or (kind == "arithmetic_expansion" and node.has_error):
+            return self.substitution(node, SUB)  # ``$((rm a))`` is not arithmetic: some shells run it
+        if kind == "process_substitution":
+            return self.substitution(node, PROC_OUT if self.text(node).startswith(">") else PROC_IN)
+        if kind == "raw_string":
+            return self.text(node)[1:-1]
+        if kind == "ansi_c_string":
+            return self.text(node)[2:-1]
+        if node.child_count == 0:
+            text = self.text(node)
+            if kind in ("string_content", "heredoc_content") or (quoted and kind == "word"):
+                return _unescape_double(text) if quoted else text
+            return _unescape(text) if kind == "word" else text
+        inner = kind in ("string", "translated_string")
+        out, at = [], node.start_byte
+        for child in node.children:
+            out.append(self.source[at:child.start_byte].decode(errors="replace"))
+            at = child.end_byte
+            if inner and child.type in ('"', '$"'):
+                continue
+            out.append(self.word(child, quoted or inner))
+        out.append(self.source[at:node.end_byte].decode(errors="replace"))
+        return "".join(out)
+
+    def substitution(self, node: Node, kind: str) -> str:
+        first, last = node.children[0], node.children[-1]
+        inner = self.source[first.end_byte:last.start_byte].decode(errors="replace")
+        if first.type == "`":
+            inner = inner.replace("\\`", "`")
+        elif first.type in ("$((", "(("):
+            inner = f"({inner})"
         self.subs.append(inner)
         return kind.format(len(self.subs) - 1)
 
-
-def _prepass(text: str) -> tuple[str, list[str], dict[str, str]]:
-    """Lift substitutions and here-documents out, drop comments, turn newlines into ';'."""
-    st = _Pre(text)
-    i, n, quote, word_start = 0, len(text), None, True
-    while i < n:
-        c = text[i]
-        if quote == "'":
-            st.out.append(c.translate(_HIDE))
-            quote = None if c == "'" else quote
-            i += 1
-            continue
-        if c == "\\":
-            if text.startswith("\\\n", i):
-                i += 2
-                continue
-            nxt = text[i + 1:i + 2]
-            st.out.append(nxt.translate(_HIDE) if nxt in _PUNCT else text[i:i + 2])
-            i += 2
-            word_start = False
-            continue
-        j = _substitution(st, i, quote)
-        if j is not None:
-            i, word_start = j, False
-            continue
-        if quote == '"':
-            quote = None if c == '"' else quote
-            st.out.append(c.translate(_HIDE))
-            i += 1
-            continue
-        i, word_start, quote = _unquoted(st, i, word_start)
-    if quote:
-        raise ParseError(f"no closing {quote}")
-    return "".join(st.out), st.subs, st.docs
-
-
-def _unquoted(st: _Pre, i: int, word_start: bool) -> tuple[int, bool, str | None]:
-    text, c = st.text, st.text[i]
-    if c in "'\"":
-        st.out.append(c)
-        return i + 1, False, c
-    if c == "#" and word_start:
-        end = text.find("\n", i)
-        return (len(text) if end < 0 else end), True, None
-    if c == "\n":
-        st.out.append(" ; ")
-        return _bodies(st, i + 1), True, None
-    if text.startswith("<<<", i):
-        st.out.append("<<<")
-        return i + 3, True, None
-    if text.startswith("<<", i):
-        return _heredoc(st, i), False, None
-    st.out.append(c)
-    return i + 1, c in " \t;&|()<>", None
-
-
-def _substitution(st: _Pre, i: int, quote: str | None) -> int | None:
-    """At ``$(``, a backtick, or (unquoted) ``<(``/``>(``: lift the inner text, return the new index."""
-    text = st.text
-    if text.startswith("$(", i) or (quote is None and text[i:i + 2] in ("<(", ">(")):
-        end = _closing_paren(text, i + 2)
-        kind = {"<": PROC_IN, ">": PROC_OUT}.get(text[i], SUB)
-        st.out.append(st.sub(text[i + 2:end], kind))
-        return end + 1
-    if text[i] == "`":
-        end = i + 1
-        while end < len(text) and text[end] != "`":
-            end += 2 if text[end] == "\\" else 1
-        if end >= len(text):
-            raise ParseError("no closing backtick")
-        st.out.append(st.sub(text[i + 1:end].replace("\\`", "`")))
-        return end + 1
-    return None
-
-
-def _closing_paren(text: str, start: int) -> int:
-    depth, quote, i = 1, None, start
-    while i < len(text):
-        c = text[i]
-        if quote == "'":
-            quote = None if c == "'" else quote
-        elif c == "\\":
-            i += 1
-        elif quote == '"':
-            quote = None if c == '"' else quote
-        elif c in "'\"":
-            quote = c
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    raise ParseError("no closing ) for $( … )")
-
-
-def _heredoc(st: _Pre, i: int) -> int:
-    text = st.text
-    j = i + 2
-    strip = text.startswith("-", j)
-    j += 1 if strip else 0
-    while j < len(text) and text[j] in " \t":
-        j += 1
-    m = re.match(r"'([^']*)'|\"([^\"]*)\"|([^\s;&|()<>]+)", text[j:])
-    if not m:
-        raise ParseError("here-document without a delimiter")
-    delim = next(g for g in m.groups() if g is not None)
-    name = DOC.format(len(st.pending) + len(st.docs))
-    st.pending.append((name, delim, strip))
-    st.out.append(f" <<< {name} ")
-    return j + m.end()
-
-
-def _bodies(st: _Pre, i: int) -> int:
-    """After a newline: consume the bodies of pending here-documents."""
-    text = st.text
-    for name, delim, strip in st.pending:
-        lines = []
-        while i < len(text):
-            end = text.find("\n", i)
-            end = len(text) if end < 0 else end
-            line = text[i:end]
-            i = end + 1
-            if (line.lstrip("\t") if strip else line) == delim:
-                break
-            lines.append(line)
-        st.docs[name] = "\n".join(lines)
-    st.pending.clear()
-    return min(i, len(text))
+    def substitutions_in(self, node: Node) -> list[str]:
+        """Placeholders for every substitution anywhere under the node (a test, an arithmetic block)."""
+        found: list[str] = []
+        stack = [node]
+        while stack:
+            current = stack.pop(0)
+            if current.type in ("command_substitution", "process_substitution"):
+                found.append(self.word(current))
+            else:
+                stack = list(current.children) + stack
+        return found

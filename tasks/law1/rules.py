@@ -3,7 +3,8 @@
 ``judge_script`` walks every simple command of a parsed line (and every substitution it
 hides), follows ``cd`` so relative paths resolve where they would, and judges
 redirections.  ``judge_argv`` looks the command up in the rule tables of
-``rules_files``, ``rules_net`` and ``rules_system``; wrappers (sudo, env, nohup, timeout, xargs,
+``rules_files``, ``rules_net``, ``rules_system``, ``rules_code`` (programs that run code they
+are given) and ``rules_daemon`` (database and container clients); wrappers (sudo, env, nohup, timeout, xargs,
 ``sh -c``, eval, ``python -c`` …) are unwrapped here and the wrapped command judged
 with the same rules, so hiding a command never makes it safer.  ``rules_exfil`` adds its
 rule to every command; ``variables`` follows the variables a script sets, command by command.
@@ -15,18 +16,19 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from artoo.tasks.law1 import rules_exfil, rules_files, rules_net, rules_system, variables
+from artoo.tasks.law1 import rules_code, rules_daemon, rules_exfil, rules_files, rules_net, rules_system, variables
 from artoo.tasks.law1.core import (
     STDIN,
     Ctx,
     Danger,
     danger,
+    is_system_path,
     parse_options,
     resolve,
     targets_text,
     write_dangers,
 )
-from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, Simple, parse, strip_prefix
+from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, Script, Simple, parse, strip_prefix
 
 MAX_DEPTH = 12
 Rule = Callable[[list[str], Ctx], list[Danger]]
@@ -39,7 +41,13 @@ def judge_script(text: str, ctx: Ctx) -> list[Danger]:
     try:
         script = parse(text)
     except ParseError as exc:
-        return [Danger("cannot parse", text[:60], f"is not valid shell ({exc})", [])]
+        unread = Danger("cannot parse", text[:60], f"is not valid shell ({exc}); an unreadable command is "
+                        "treated as irreversible", [])
+        return [unread, *_judge_parsed(parse(text, partial=True), ctx)]
+    return _judge_parsed(script, ctx)
+
+
+def _judge_parsed(script: Script, ctx: Ctx) -> list[Danger]:
     ctx = replace(ctx)  # ``cd`` and the known variables move on this copy only
     scope = variables.Scope(script.commands, ctx.known)
     pending = dict(enumerate(script.substitutions))
@@ -93,7 +101,17 @@ def judge_argv(words: list[str], ctx: Ctx) -> list[Danger]:
     if words[1:] in (["--help"], ["--version"], ["-h"]):
         return []
     rule = rule_for(name)
+    if rule is None and "/" in words[0]:
+        rule = _program_file
     return (rule(words, ctx) if rule else []) + rules_exfil.judge(name, words, ctx)
+
+
+def _program_file(words: list[str], ctx: Ctx) -> list[Danger]:
+    """``./cleanup.sh``, ``bin/tool``: a program of the user's own, not a system command, runs unseen."""
+    path = resolve(words[0], ctx)
+    if path is not None and is_system_path(path):
+        return []  # /usr/bin/ls and friends: known commands, judged by name
+    return rules_code.runs_file(words, words[0], ctx, "the program")
 
 
 def rule_for(name: str) -> Rule | None:
@@ -233,7 +251,7 @@ def _shell(words: list[str], ctx: Ctx) -> list[Danger]:
     if has_c:
         return ctx.recurse_text(operands[0], ctx.child(f"{words[0]} -c")) if operands else []
     if operands and operands[0] not in ("-", "--", "-s"):
-        return []  # runs a script file, which this text-only judge cannot read
+        return rules_code.runs_file(words, operands[0], ctx)  # a script file: its text is not the command's
     script = _find_in_shell_stdin(ctx)
     if script is not None:
         return ctx.recurse_text(script, ctx.child(f"{words[0]} (stdin)"))
@@ -260,6 +278,18 @@ def _python(words: list[str], ctx: Ctx) -> list[Danger]:
             if letter in "WX" and k == len(arg) - 1:
                 i += 1
         i += 1
+    if i < len(args) and args[i] != "-":
+        return rules_code.runs_file(words, args[i], ctx)
+    return _stdin_code(words, ctx)
+
+
+def _stdin_code(words: list[str], ctx: Ctx) -> list[Danger]:
+    """An interpreter without a script reads its program from stdin: judge it when the text shows it."""
+    script = _find_in_shell_stdin(ctx)
+    if script is not None:
+        return rules_system.judge_code(script, words, ctx)
+    if ctx.simple is not None and ctx.simple.pipe_from is not None:
+        return [danger(rules_code.RUNS, words, "runs code read from stdin, which cannot be judged", [], ctx)]
     return []
 
 
@@ -275,6 +305,9 @@ def _perl(words: list[str], ctx: Ctx) -> list[Danger]:
                 None)
     if code is not None:
         dangers += rules_system.judge_code(code, words, ctx)
+    elif not dangers:
+        script = rules_code.first_operand(args, ("-I", "-M", "-m"))
+        dangers += rules_code.runs_file(words, script, ctx) if script not in (None, "-") else []
     return dangers
 
 
@@ -285,19 +318,30 @@ def _flock(words: list[str], ctx: Ctx) -> list[Danger]:
     return _wrapped("w", ("--timeout",), leading=1)(words, ctx)
 
 
-def _code_flag(flags: tuple[str, ...]) -> Rule:
-    def rule(words: list[str], ctx: Ctx) -> list[Danger]:
-        args = words[1:]
-        code = next((args[k + 1] for k, a in enumerate(args[:-1]) if a in flags), None)
-        return rules_system.judge_code(code, words, ctx) if code is not None else []
+def _code_flag(flags: tuple[str, ...], valued: tuple[str, ...] = ()) -> Rule:
+    """ruby -e, node -e …: inline code judged best effort; a script file runs unseen (rules_code)."""
+    return rules_code.interpreter(flags, valued, inline=rules_system.judge_code)
 
-    return rule
+
+def _env_manager(words: list[str], ctx: Ctx) -> list[Danger]:
+    """uv/conda: installs (rules_system) and ``run CMD`` (rules_code) judged together."""
+    return rules_system.RULES[words[0].rsplit("/", 1)[-1]](words, ctx) + rules_code.env_runner(words, ctx)
+
+
+def _package_manager(words: list[str], ctx: Ctx) -> list[Danger]:
+    """npm/pnpm/yarn/bun: installs and publishes (rules_system), scripts and fetched code (rules_code)."""
+    return rules_system.RULES["npm"](words, ctx) + rules_code.package_scripts(words, ctx)
 
 
 RULES: dict[str, Rule] = {
     **rules_files.RULES,
     **rules_net.RULES,
     **rules_system.RULES,
+    **rules_code.RULES,
+    **rules_daemon.RULES,
+    **{n: _package_manager for n in ("npm", "pnpm", "yarn", "bun")},
+    **{n: _env_manager for n in ("uv", "conda")},
+    "cargo": lambda words, ctx: rules_system.RULES["cargo"](words, ctx) + rules_code.project_runner(words, ctx),
     "sudo": _privileged, "doas": _privileged, "pkexec": _privileged, "su": _privileged,
     "env": _env, "timeout": _wrapped("sk", ("--signal", "--kill-after"), leading=1),
     "xargs": _xargs, "parallel": _xargs, "eval": _eval,
@@ -310,6 +354,8 @@ RULES: dict[str, Rule] = {
     "strace": _wrapped("oespEu"), "ltrace": _wrapped("oesEu"),
     "taskset": _wrapped("", (), leading=1), "chrt": _wrapped("", (), leading=1),
     "flock": _flock,
-    "perl": _perl, "ruby": _code_flag(("-e",)), "node": _code_flag(("-e", "--eval", "-p", "--print")),
-    "php": _code_flag(("-r",)), "lua": _code_flag(("-e",)), "osascript": _code_flag(("-e",)),
+    "perl": _perl, "ruby": _code_flag(("-e",), ("-I", "-r")),
+    "node": _code_flag(("-e", "--eval", "-p", "--print"), ("-r", "--require", "--import")),
+    "nodejs": _code_flag(("-e", "--eval", "-p", "--print"), ("-r", "--require", "--import")),
+    "php": _code_flag(("-r",), ("-c", "-d")), "lua": _code_flag(("-e",)), "osascript": _code_flag(("-e",)),
 }

@@ -151,19 +151,6 @@ def _mount(words: list[str], ctx: Ctx) -> list[Danger]:
     return [danger("system", words, "changes what is mounted", _verbs(words)[:2], ctx)]
 
 
-def _docker(words: list[str], ctx: Ctx) -> list[Danger]:
-    verbs = _verbs(words)
-    if not verbs:
-        return []
-    first, second = verbs[0], verbs[1] if len(verbs) > 1 else ""
-    if first == "push" or (first == "image" and second == "push"):
-        return [danger("network", words, "pushes an image to a registry", verbs[1:2], ctx)]
-    grouped = first in ("volume", "image", "container", "network", "system", "builder", "buildx")
-    if first in ("rm", "rmi", "kill", "prune") or (grouped and second in ("rm", "prune", "remove")):
-        return [danger("deletion", words, "removes containers, images or volumes", verbs[1:3], ctx)]
-    return []
-
-
 REMOTE_VERBS = {"delete", "apply", "create", "replace", "patch", "scale", "drain", "cordon", "edit", "set",
                 "label", "annotate", "rollout", "exec", "destroy", "import", "taint", "uncordon", "expose"}
 CLOUD_VERBS = re.compile(r"^(delete|put|create|update|remove|terminate|deploy|rm|cp|mv|sync|rb|mb|purge|"
@@ -260,8 +247,7 @@ RULES: dict[str, Rule] = {
     "diskutil": _unless_verb("deletion", "changes disks", {"list", "info", "activity", "listFilesystems"}),
     "journalctl": _when("deletion", "deletes system logs", lambda w: any(
         a.startswith(("--vacuum", "--rotate", "--flush")) for a in w[1:])),
-    "docker": _docker, "podman": _docker, "nerdctl": _docker,
-    "kubectl": _remote_admin, "helm": _remote_admin, "terraform": _remote_admin, "oc": _remote_admin,
+    "helm": _remote_admin, "terraform": _remote_admin,
     "aws": _cloud, "gsutil": _cloud, "rclone": _cloud, "s3cmd": _cloud, "gcloud": _cloud, "az": _cloud,
 }
 

@@ -1,0 +1,67 @@
+"""A user's home outlives our versions: the last release's home opens, verifies and keeps working.
+
+``tests/data/home-r2-duckdb2.0.0.tar.gz`` is an ARTOO_HOME written by the previous release
+(main at 5d952e7, duckdb 2.0.0): two ``artoo demo`` runs with an ``artoo dream`` between them,
+then ``artoo audit``.  It holds 2 ingested Megrams, 2 more still in the spool, a 40-record
+hash-chained audit log with its statistics and reports, and the session history.  A schema
+change, a DuckDB pin that changes the file format, or a new audit field that breaks the old
+chain fails here, not on a user's machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from artoo.memory.store import MemoryStore
+from artoo.tasks.session import load_history
+from tests.conftest import run_cli
+
+ARCHIVE = Path(__file__).parent / "data" / "home-r2-duckdb2.0.0.tar.gz"
+
+
+@pytest.fixture
+def old_home(artoo_env: Path) -> Path:
+    """The previous release's home, unpacked where ARTOO_HOME points."""
+    with tarfile.open(ARCHIVE) as archive:
+        archive.extractall(artoo_env, filter="data")
+    return artoo_env / "home"
+
+
+def test_the_old_memory_opens_and_ingests_its_pending_spool(old_home: Path):
+    with MemoryStore(old_home) as store:
+        before = store.stats()
+        assert (before["total"], before["pending"]["megrams"]) == (2, 2)
+        store.ingest()
+        after = store.stats()
+        potentials = store.query_mk("intent:count_the_lines", "env:local")
+    assert (after["total"], after["pending"]["megrams"]) == (4, 0)
+    assert potentials.attention > 0  # the old accepts still steer the planner
+
+
+def test_the_old_audit_chain_and_history_still_read(old_home: Path):
+    code, out, _ = run_cli("audit", "verify")
+    assert code == 0 and "intact" in out
+    history = load_history(old_home)
+    assert len(history) == 2 and history[-1]["summary"].startswith("Accepted after 1 replan")
+
+
+def test_a_run_on_the_old_home_extends_memory_and_the_chain(old_home: Path, prefect_api: str):
+    env = {**os.environ, "ARTOO_HOME": str(old_home), "PREFECT_API_URL": prefect_api}
+    artoo = Path(sys.executable).parent / "artoo"
+    done = subprocess.run([str(artoo), "demo", "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["directive"] in {"accept", "success"}
+    verify = subprocess.run([str(artoo), "audit", "verify"], env=env, capture_output=True, text=True, timeout=120)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    records = (old_home / "audit" / "audit.jsonl").read_text().splitlines()
+    assert len(records) > 40  # the old chain continued, not restarted
+    with MemoryStore(old_home) as store:
+        store.ingest()
+        assert store.stats()["total"] > 4
