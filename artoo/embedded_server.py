@@ -293,13 +293,23 @@ def prefect_api() -> Iterator[str]:
         yield str(PREFECT_API_URL.value() or "")
         return
     start_early()
+    watcher = None
     if _EARLY is not None:
+        from artoo.lingering import Paths
+        from artoo.local_server import ServerLogWatcher
+
         api_url = _EARLY.result()
+        # the lingering server's failures while this command uses it: one line each on stderr
+        watcher = ServerLogWatcher(Paths.of(_EARLY.home).log, _say, prefix="artoo").start()
     else:
         _SHARED.wait_ready(get_current_settings().server.ephemeral.startup_timeout_seconds)
         api_url = _SHARED.api_url
-    with _pointed_at(api_url):
-        yield api_url
+    try:
+        with _pointed_at(api_url):
+            yield api_url
+    finally:
+        if watcher is not None:
+            watcher.stop()
 
 
 @contextlib.contextmanager

@@ -91,26 +91,49 @@ def test_the_watcher_says_each_failure_once_and_only_this_starts(tmp_path):
                     f"artoo server: the Prefect server's foreman service failed: lost the database (full log: {log})"]
 
 
-EMBEDDED = """
-import time
+WAIT_FOR_TWO_FAILURES = """
+import sys, time
+from pathlib import Path
+log = Path(sys.argv[1])
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and (not log.exists() or log.read_text().count("OverflowError") < 2):
+    time.sleep(0.5)
+"""
+ONE_SHOT = """
+import runpy, sys
 from artoo.embedded_server import EmbeddedServer
 server = EmbeddedServer().launch()
 server.wait_ready(120)
-deadline = time.monotonic() + 60
-while time.monotonic() < deadline and server.log.name and open(server.log.name).read().count("OverflowError") < 2:
-    time.sleep(0.5)
+runpy.run_path(sys.argv[2])
 server.stop()
 """
+LINGERING = """
+import runpy, sys
+from artoo.embedded_server import prefect_api
+with prefect_api():  # this home's lingering server, started for this command
+    runpy.run_path(sys.argv[2])
+"""
+# the event vacuum (it runs in one-shot servers too) subtracts this from "now": it overflows on every pass
+FAILING_VACUUM = {"PREFECT_SERVER_EVENTS_RETENTION_PERIOD": "P10000000D",
+                  "PREFECT_SERVER_SERVICES_DB_VACUUM_LOOP_SECONDS": "1"}
 
 
-def test_the_embedded_server_says_a_failing_service_in_one_line_on_stderr(tmp_path):
+@pytest.mark.parametrize(("script", "log"), [(ONE_SHOT, "prefect/embedded-server.log"),
+                                             (LINGERING, "home/server/current/server.log")])
+def test_the_embedded_server_says_a_failing_service_in_one_line_on_stderr(tmp_path, script, log):
+    from artoo import lingering
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    env.update(PREFECT_HOME=str(tmp_path / "prefect"), PYTHONPATH=str(ROOT),
-               # the event vacuum (it runs in one-shot servers too) subtracts this from "now": it overflows
-               PREFECT_SERVER_EVENTS_RETENTION_PERIOD="P10000000D", PREFECT_SERVER_SERVICES_DB_VACUUM_LOOP_SECONDS="1")
-    done = subprocess.run([sys.executable, "-c", EMBEDDED], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=180)
-    log = tmp_path / "prefect" / "embedded-server.log"
+    env.update(PREFECT_HOME=str(tmp_path / "prefect"), ARTOO_HOME=str(tmp_path / "home"), PYTHONPATH=str(ROOT),
+               PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120", **FAILING_VACUUM)  # 2 busy cores
+    log = tmp_path / log
+    wait = tmp_path / "wait.py"
+    wait.write_text(WAIT_FOR_TWO_FAILURES)
+    try:
+        done = subprocess.run([sys.executable, "-c", script, str(log), str(wait)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=180)
+    finally:
+        lingering.stop(tmp_path / "home")  # only acts when the lingering one still runs
     assert done.returncode == 0, done.stderr[-3000:]
     assert log.read_text().count("OverflowError: date value out of range") >= 2
     assert done.stderr.splitlines() == [f"artoo: the Prefect server's vacuum_old_events service failed: "
