@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -33,6 +34,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from artoo.config.compat import note_prefect_version, prefect_server_app
@@ -47,6 +49,8 @@ CLIENT_MAX_RETRIES = 10
 PORT_TAKEN_EXIT = 3
 """uvicorn's exit code when it cannot bind, but also when the app's start-up fails."""
 MAX_RELAUNCHES = 3
+LOG_MAX_BYTES = 5_000_000
+"""The server's log (PREFECT_HOME/embedded-server.log) starts afresh when it is this large."""
 
 PARENT_ENV = "ARTOO_EMBEDDED_SERVER_PARENT"
 """The pid the server process watches: it exits when that process is gone."""
@@ -132,6 +136,10 @@ class EmbeddedServer:
         self.process: subprocess.Popen | None = None
         self.ready = False
         self.launches = 0
+        self.log_start = 0
+        self.log: Any = None
+        self.watcher: Any = None
+        """Says each failure the server logs in one line on stderr (artoo.local_server.ServerLogWatcher)."""
 
     @property
     def api_url(self) -> str:
@@ -145,13 +153,35 @@ class EmbeddedServer:
         note_prefect_version()
         self.port = port or free_port()
         self.launches += 1
+        self._watch_log()
         env = {**EPHEMERAL_DEFAULTS, **os.environ, "PREFECT_UI_ENABLED": "0", PARENT_ENV: str(os.getpid())}
         env.pop("PREFECT_API_URL", None)
         command = [sys.executable, "-m", "uvicorn", "--factory", f"{__name__}:create_app", "--host", "127.0.0.1",
                    "--port", str(self.port), "--log-level", "error", "--lifespan", "on"]
-        # its output goes to our stderr: `artoo run --json` prints exactly one JSON object on stdout
-        self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=_stderr_fd())
+        # its output goes to its log; each service failure is said on our stderr in one line (`artoo run --json`
+        # prints exactly one JSON object on stdout)
+        self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=self.log,
+                                        stderr=subprocess.STDOUT)
         return self
+
+    def _watch_log(self) -> None:
+        """Open the server's log (beside Prefect's database; restarted past 5 MB) and follow it."""
+        from prefect.settings import get_current_settings
+
+        from artoo.local_server import ServerLogWatcher
+
+        seen = set()
+        if self.watcher is not None:  # a relaunch (the port was taken): the old process is gone
+            self.watcher.stop()
+            self.log.close()
+            seen = self.watcher.seen  # a failure already said is not said again
+        path = get_current_settings().home / "embedded-server.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.log = path.open("ab" if path.exists() and path.stat().st_size < LOG_MAX_BYTES else "wb")
+        self.log_start = self.log.tell()
+        self.watcher = ServerLogWatcher(path, _say, prefix="artoo", offset=self.log_start)
+        self.watcher.seen = seen
+        self.watcher.start()
 
     def wait_ready(self, timeout_s: float) -> None:
         """Block until ``/health`` answers; a clear EnvironmentalFailure when it never does."""
@@ -162,13 +192,16 @@ class EmbeddedServer:
                 self.launch()  # uvicorn could not bind: the port was taken since we picked it
                 continue
             if code is not None or time.monotonic() > deadline:
+                log, start = self.watcher.log, self.log_start
                 self.stop()
                 why = f"exited with code {code}" if code is not None else f"did not answer within {timeout_s:.0f} s"
                 if code == PORT_TAKEN_EXIT:
                     why = (f"failed to start (exit {code}; port {self.port} is free, so Prefect's app itself "
                            "failed: a damaged or newer database under PREFECT_HOME is the usual cause)")
+                cause = last_error(log, start)
                 raise EnvironmentalFailure(
-                    f"the embedded Prefect server {why} (its own errors, if any, are printed above). Point "
+                    f"the embedded Prefect server {why}{': ' + cause if cause else ''} (its own errors are in "
+                    f"{log}). Point "
                     "artoo at a running server instead (`artoo server`, then PREFECT_API_URL), or raise "
                     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.")
             try:
@@ -180,14 +213,17 @@ class EmbeddedServer:
     def stop(self) -> None:
         """Terminate the server (SIGTERM, then SIGKILL after 5 s)."""
         process, self.process, self.ready = self.process, None, False
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            watcher.stop()  # a failure logged just before the end is still said
+            self.log.close()
 
 
 def port_taken(port: int) -> bool:
@@ -201,11 +237,21 @@ def port_taken(port: int) -> bool:
     return False
 
 
-def _stderr_fd() -> int | None:
+
+def last_error(log: Path, offset: int) -> str | None:
+    """The last exception line (``SomeError: why``) the server wrote to ``log`` after ``offset``."""
     try:
-        return sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # a captured stderr: inherit ours
+        with log.open("rb") as file:
+            file.seek(offset)
+            text = file.read().decode(errors="replace")
+    except OSError:
         return None
+    found = re.findall(r"^(?:[\w.]+\.)?\w*(?:Error|Exception)\b.*$", text, re.MULTILINE)
+    return found[-1].strip()[:300] if found else None
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _api_configured() -> bool:
@@ -297,13 +343,23 @@ def prefect_api() -> Iterator[str]:
         yield str(PREFECT_API_URL.value() or "")  # "" with server.embedded = "prefect": Prefect's own server
         return
     start_early()
+    watcher = None
     if _EARLY is not None:
+        from artoo.lingering import Paths
+        from artoo.local_server import ServerLogWatcher
+
         api_url = _EARLY.result()
+        # the lingering server's failures while this command uses it: one line each on stderr
+        watcher = ServerLogWatcher(Paths.of(_EARLY.home).log, _say, prefix="artoo").start()
     else:
         _SHARED.wait_ready(get_current_settings().server.ephemeral.startup_timeout_seconds)
         api_url = _SHARED.api_url
-    with _pointed_at(api_url):
-        yield api_url
+    try:
+        with _pointed_at(api_url):
+            yield api_url
+    finally:
+        if watcher is not None:
+            watcher.stop()
 
 
 @contextlib.contextmanager
