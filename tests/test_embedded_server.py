@@ -138,7 +138,7 @@ def test_a_server_that_cannot_start_is_a_clear_environmental_failure_and_is_stop
     assert process.poll() is not None and server.process is None
     # the real cause, at once: not read as a port clash and relaunched until the deadline
     assert "failed to start" in str(failure.value) and f"port {server.port} is free" in str(failure.value)
-    assert "DatabaseError: file is not a database" in str(failure.value), str(failure.value)  # the server's own
+    assert "DatabaseError) file is not a database" in str(failure.value), str(failure.value)  # the server's own
     assert server.launches == 1 and time.monotonic() - started < 100
 
 
