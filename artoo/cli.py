@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from artoo.cli_eval import eval_app
 from artoo.cli_memory import dream as dream_command
 from artoo.cli_memory import memory_app
 from artoo.config.errors import ArtooError, ConfigurationError
@@ -27,6 +28,7 @@ audit_app = typer.Typer(help="The Auditor's report and its hash-chained log.", i
 app.add_typer(memory_app, name="memory")
 app.add_typer(policy_app, name="policy")
 app.add_typer(audit_app, name="audit")
+app.add_typer(eval_app, name="eval")
 
 err = Console(stderr=True)
 

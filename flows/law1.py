@@ -5,6 +5,8 @@ form in the Prefect UI that shows the exact command and its targets (approve run
 deny or timeout does not); ``console`` asks on the terminal of an interactive
 ``artoo run``; ``deny`` answers no at once (non-interactive with nobody to ask).
 ``auto`` picks pause for runs of a deployment, console on a TTY, deny otherwise.
+``policy`` asks a callable named in ``law1_policy`` (``artoo eval`` answers by a stated rule:
+nobody is at the keyboard, and its rule is part of what it measures).
 Every decision is logged in the run's logs.
 """
 
@@ -55,7 +57,7 @@ def make_gate(settings: Settings, mode: str, decisions: list[str]):
             approved = await _ask(mode, action, settings)
         verdict = "approved" if approved else "denied"
         decisions.append(f"{verdict}: {action.command}")
-        logger.warning("[LAW1] %s by %s: %s (targets: %s)", verdict, "user" if approved else mode,
+        logger.warning("[LAW1] %s by %s: %s (targets: %s)", verdict, "user" if approved and mode != "policy" else mode,
                        action.command, ", ".join(action.targets))
         return approved
 
@@ -73,11 +75,28 @@ async def _ask(mode: str, action, settings: Settings) -> bool:
             get_run_logger().warning("[LAW1] no approval (%s)", exc)
             return False
         return bool(getattr(answer, "approve", False))
+    if mode == "policy":
+        return await ask_policy(settings.law1_policy, action)
     if mode == "console":
         prompt = f"\n[LAW1] artoo wants to run:\n  {action.command}\n  ({action.reason})\nApprove? [y/N] "
         reply = await asyncio.to_thread(_console_input, prompt)
         return reply.strip().lower() in ("y", "yes")
     return False
+
+
+async def ask_policy(name: str | None, action) -> bool:
+    """The configured policy's answer (``module:callable``, sync or async); a policy that fails approves nothing."""
+    import importlib
+    import inspect
+
+    try:
+        module, _, attr = (name or "").partition(":")
+        policy = getattr(importlib.import_module(module), attr)
+        answer = policy(action)
+        return (await answer if inspect.isawaitable(answer) else answer) is True
+    except Exception as exc:  # a missing or broken policy is not an approval
+        get_run_logger().warning("[LAW1] policy %r gave no answer (%s): denied", name, exc)
+        return False
 
 
 def _console_input(prompt: str) -> str:

@@ -119,6 +119,7 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
     rt.bus.publish(spec, "R1", "R2")
     controller = GGSController(spec.task_id, spec.intent, rt.settings.ggs)
     directive, prior_summary, round_no = None, "", 1
+    retry = rt.settings.ablation.strategy == "retry"  # the ablation: same stopping rule, no directed correction
     while True:
         blocked_tools = list(directive.blocked_tools) if directive else []
         blocked_targets = list(directive.blocked_targets) if directive else []
@@ -128,8 +129,8 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
         decision = await ggs_task(runtime_id, controller, message, elapsed_ms, round_no)
         if decision.final is not None:
             break
-        directive = decision.directive
-        prior_summary = getattr(message, "gap_summary", "") or ""
+        directive = None if retry else decision.directive
+        prior_summary = "" if retry else getattr(message, "gap_summary", "") or ""
         round_no += 1
     final = _with_law1(decision.final, rt.law1_events)
     rt.bus.publish(final, "R7", "user")

@@ -164,14 +164,15 @@ class ToolBox:
     async def _sandbox(self, approved: bool) -> sandbox.Sandbox:
         """How this command is confined; an approved Law-1 action runs outside bubblewrap, under the limits."""
         binary = None
-        if self.sandbox_mode != "off" and not approved:
+        confine = not approved or self.settings.tools.approved_in_sandbox
+        if self.sandbox_mode != "off" and confine:
             binary = await asyncio.to_thread(sandbox.find_bwrap)
             if binary is None and self.sandbox_mode == "require":
                 raise ToolError("shell refused: the sandbox is required but bubblewrap cannot run here: "
                                 f"{sandbox.bwrap_problem()}", "environmental")
         box = sandbox.Sandbox(self.workspace, self.network, self.limits, binary)
         timeout = self.settings.tools.shell_timeout_s
-        if approved:
+        if approved and not confine:
             _log(logging.WARNING, "shell: the user approved this Law-1 action, so it runs outside the sandbox; "
                                   "the limits and the timeout still apply")
         elif not self._described:
