@@ -47,7 +47,8 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     """Plan and run one round; return R4b's verdict for the GGS."""
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
-    calibration = _calibrate(rt, spec, blocked_tools, blocked_targets)
+    shown = blocked_targets if rt.settings.ablation.planner_sees_blocked_targets else []  # debug switch
+    calibration = _calibrate(rt, spec, blocked_tools, shown)
     must_not_tools = set(blocked_tools) | set(getattr(calibration, "must_not_tools", set()))
     must_not_targets = set(blocked_targets) | set(getattr(calibration, "must_not_targets", set()))
     block = calibration.prompt_block() if calibration is not None else ""
