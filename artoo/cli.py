@@ -20,7 +20,9 @@ from rich.console import Console
 from artoo.cli_eval import eval_app
 from artoo.cli_memory import dream as dream_command
 from artoo.cli_memory import memory_app
-from artoo.config.errors import ArtooError, ConfigurationError
+from artoo.cli_observe import log as log_command
+from artoo.cli_observe import replay as replay_command
+from artoo.config.errors import ArtooError, ConfigurationError, EnvironmentalFailure
 
 app = typer.Typer(help="artoo: a self-correcting task agent for your machine, on Prefect.", no_args_is_help=True)
 policy_app = typer.Typer(help="Law 1: judge whether an action is irreversible.", no_args_is_help=True)
@@ -31,6 +33,8 @@ app.add_typer(audit_app, name="audit")
 app.add_typer(eval_app, name="eval")
 
 err = Console(stderr=True)
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Also print Prefect's own log lines "
+                                          "(they are always in the run's logs in the Prefect UI).")]
 
 NO_ENDPOINT = (
     "artoo needs an OpenAI-compatible LLM endpoint to understand and plan a request, and none is "
@@ -76,6 +80,7 @@ def run(
     request: Annotated[str, typer.Argument(help="What you want done, in plain words.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one FinalResult JSON object.")] = False,
     workspace: Annotated[Path | None, typer.Option(help="Where new files go (default ~/artoo_workspace).")] = None,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Run one request through the full loop and print its FinalResult."""
     from artoo.config.settings import load_settings
@@ -94,7 +99,7 @@ def run(
     from artoo.runner import run_request
 
     try:
-        final = run_request(request, settings=settings, workspace=workspace, as_json=as_json)
+        final = run_request(request, settings=settings, workspace=workspace, as_json=as_json, verbose=verbose)
     except ArtooError as exc:
         fail(exc)
     raise typer.Exit(0 if final.directive in ("accept", "success") else 1)
@@ -103,6 +108,7 @@ def run(
 @app.command()
 def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print the FinalResult JSON.")] = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Run a real artoo-task flow against a built-in scripted brain (no endpoint needed)."""
     from artoo.embedded_server import start_early
@@ -111,7 +117,7 @@ def demo(
     from artoo.demo import run_demo
 
     try:
-        final = run_demo(as_json=as_json)
+        final = run_demo(as_json=as_json, verbose=verbose)
     except ArtooError as exc:
         fail(exc)
     raise typer.Exit(0 if final.directive in ("accept", "success") else 1)
@@ -161,6 +167,7 @@ def server(
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
     print(f"Prefect UI: http://127.0.0.1:{prefect.port}\nexport PREFECT_API_URL={prefect.api_url}", flush=True)
+    claim = _claim_home(prefect.api_url)  # held until exit: commands of this home use this server untold
     err.print(f"artoo server: running over {'PostgreSQL' if database else 'SQLite'}, home {prefect.home} "
               "(Ctrl-C or SIGTERM stops it)", highlight=False)
     died = False
@@ -171,6 +178,8 @@ def server(
     except KeyboardInterrupt:
         pass
     finally:
+        if claim is not None:
+            os.close(claim)
         prefect.stop()
         if database:
             database.stop()
@@ -181,6 +190,34 @@ def server(
 
 def _interrupt(_signum: int, _frame: object = None) -> None:
     raise KeyboardInterrupt
+
+
+def _claim_home(api_url: str) -> int | None:
+    """Make this server the one ARTOO_HOME's commands use (a lingering embedded one is stopped first)."""
+    from artoo import lingering
+    from artoo.config.settings import load_settings
+
+    home = load_settings().home_dir
+    try:
+        lingering.stop(home)
+    except EnvironmentalFailure as exc:  # another `artoo server` already serves this home
+        err.print(f"artoo server: {exc}; commands keep using that one", highlight=False)
+        return None
+    return lingering.claim(home, api_url, "server")
+
+
+@app.command()
+def stop() -> None:
+    """Stop this home's lingering embedded Prefect server (the next command starts a fresh one)."""
+    from artoo import lingering
+    from artoo.config.settings import load_settings
+
+    try:
+        stopped = lingering.stop(load_settings().home_dir)
+    except ArtooError as exc:
+        fail(exc)
+    print(f"stopped the server at {stopped['api_url']} (pid {stopped['pid']})" if stopped
+          else "no artoo server is running for this home")
 
 
 def _start_server(root: Path, port: int):
@@ -219,6 +256,8 @@ def _start_server(root: Path, port: int):
 
 
 app.command("dream")(dream_command)
+app.command("log")(log_command)
+app.command("replay")(replay_command)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, add_help_option=False)

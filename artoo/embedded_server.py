@@ -63,6 +63,7 @@ no worker polls, nobody opens its UI (~10 s → ~4 s start-up); events are persi
 second (not five) so the run's embedded audit pass does not wait for them."""
 
 _SHARED: EmbeddedServer | None = None
+_EARLY: _Lookup | None = None
 _LOCK = threading.Lock()
 
 
@@ -193,12 +194,58 @@ def _api_configured() -> bool:
 
 
 def start_early() -> None:
-    """Launch the embedded server now, unless a Prefect API is configured (costs Prefect's settings import)."""
-    global _SHARED
+    """Find or launch the server now, unless a Prefect API is configured (costs Prefect's settings import).
+
+    With ``server.linger_s`` > 0 (the default) that is this home's lingering server, looked up or
+    started in a thread while the caller imports its flows; with 0, a one-shot server of this process.
+    """
+    global _SHARED, _EARLY
     with _LOCK:
-        if _SHARED is None and not _api_configured():
+        if _SHARED is not None or _EARLY is not None or _api_configured():
+            return
+        home, linger_s = _lingering()
+        if linger_s > 0:
+            _EARLY = _Lookup(home, linger_s)
+        else:
             _SHARED = EmbeddedServer().launch()
             atexit.register(stop_shared)
+
+
+class _Lookup(threading.Thread):
+    """This home's lingering server, found or started in the background."""
+
+    def __init__(self, home: Any, linger_s: float) -> None:
+        super().__init__(name="artoo-server-lookup", daemon=True)
+        self.home, self.linger_s = home, linger_s
+        self.api_url: str | None = None
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        from prefect.settings import get_current_settings
+
+        from artoo import lingering
+
+        try:
+            lingering.attach(self.home)
+            timeout = get_current_settings().server.ephemeral.startup_timeout_seconds
+            self.api_url = lingering.ensure(self.home, self.linger_s, timeout)
+        except BaseException as exc:  # re-raised in the caller's thread by result()
+            self.error = exc
+
+    def result(self) -> str:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return str(self.api_url)
+
+
+def _lingering() -> tuple[Any, float]:
+    """ARTOO_HOME and server.linger_s from the settings."""
+    from artoo.config.settings import load_settings
+
+    settings = load_settings()
+    return settings.home_dir, settings.server.linger_s
 
 
 def stop_shared() -> None:
@@ -219,9 +266,13 @@ def prefect_api() -> Iterator[str]:
         yield str(PREFECT_API_URL.value() or "")
         return
     start_early()
-    _SHARED.wait_ready(get_current_settings().server.ephemeral.startup_timeout_seconds)
-    with _pointed_at(_SHARED.api_url):
-        yield _SHARED.api_url
+    if _EARLY is not None:
+        api_url = _EARLY.result()
+    else:
+        _SHARED.wait_ready(get_current_settings().server.ephemeral.startup_timeout_seconds)
+        api_url = _SHARED.api_url
+    with _pointed_at(api_url):
+        yield api_url
 
 
 @contextlib.contextmanager

@@ -131,10 +131,11 @@ def _process(args, root: Path, original_env: dict[str, str], section: Section, s
 
     processes = 1 if args.quick else 2
     home = "in-process" if args.quick else None
-    say(f"{processes} whole `artoo run` process(es) at {args.process_latency} s per call"
-        f"{'' if home else ', after one warm-up process'}")
-    scenario = loops_bench.process_scenario(args.process_latency, processes + (0 if home else 1))
-    loops_bench.add_process(section, process_run(scenario, processes, root, original_env, home))
+    say(f"{processes} whole `artoo run` process(es) at {args.process_latency} s per call, warm then cold, "
+        "each after one warm-up process")
+    for cold in (False, True):
+        scenario = loops_bench.process_scenario(args.process_latency, processes + 1)
+        loops_bench.add_process(section, process_run(scenario, processes, root, original_env, home, cold=cold))
 
 
 def _memory(args, root: Path, say) -> Section:

@@ -16,7 +16,8 @@ from artoo.bench.report import Figure, Section, at_most, fmt, table
 from artoo.bench.runs import Job, Measured, ProcessRun, median
 
 OVERHEAD_TARGETS = {"one": 1.15, "replans": 1.25}
-PROCESS_TARGET, PROCESS_GOAL = 1.5, 1.1
+PROCESS_TARGET, PROCESS_GOAL = 1.15, 1.1
+COLD_PROCESS_TARGET = 1.5
 PROJECTED_LATENCY = 1.5
 SPEEDUP_TARGET_N, SPEEDUP_TARGET = 8, 1.3
 PARALLEL_NS, QUICK_NS = (1, 2, 4, 8), (1, 8)
@@ -96,23 +97,25 @@ def overhead_section(jobs: dict, modes: list[str], warmups: dict[str, float]) ->
 
 
 def add_process(section: Section, process: ProcessRun) -> None:
-    """The figure a user feels: whole ``artoo run`` processes ÷ their LLM critical path."""
-    section.figures.append(Figure("overhead.process", "whole `artoo run` process ÷ LLM critical path "
-                                  "(1 subtask, warm home, embedded)", process.ratio, "×", f"≤ {PROCESS_TARGET}",
-                                  at_most(process.ratio, PROCESS_TARGET),
-                                  f"goal {PROCESS_GOAL}; {process.latency_s} s per call; home warmed by "
-                                  f"{process.home}"))
-    section.details["process"] = {"latency_s": process.latency_s, "warmup_wall_s": process.warmup_wall_s,
+    """The figure a user feels: whole ``artoo run`` processes ÷ their LLM critical path (cold or warm)."""
+    key, target = ("process_cold", COLD_PROCESS_TARGET) if process.cold else ("process", PROCESS_TARGET)
+    server = "each starting the server (cold)" if process.cold else "the lingering server reused (warm)"
+    section.figures.append(Figure(f"overhead.{key}", f"whole `artoo run` process ÷ LLM critical path "
+                                  f"(1 subtask, embedded, {server})", process.ratio, "×", f"≤ {target}",
+                                  at_most(process.ratio, target),
+                                  f"{process.latency_s} s per call; home warmed by {process.home}"))
+    section.details[key] = {"latency_s": process.latency_s, "warmup_wall_s": process.warmup_wall_s,
                                   "walls_s": process.walls_s, "sequential_requests": process.sequential_requests,
                                   "heads_s": process.heads_s, "tails_s": process.tails_s, "home": process.home}
-    proc = table("a whole `artoo run` process, command start → exit (embedded Prefect, no server running)",
+    proc = table(f"a whole `artoo run` process, command start → exit (embedded Prefect, {server})",
                  ["run", "wall s", "head s", "tail s", "seq. requests", "critical s", "ratio"])
     if process.warmup_wall_s is not None:
-        proc.add_row("warm-up (fresh home)", fmt(process.warmup_wall_s), "", "", "", "", "")
+        proc.add_row("warm-up (untimed)", fmt(process.warmup_wall_s), "", "", "", "", "")
     for wall, n, head, tail in zip(process.walls_s, process.sequential_requests, process.heads_s, process.tails_s,
                                    strict=True):
         critical = n * process.latency_s
-        proc.add_row("warm home", fmt(wall), fmt(head), fmt(tail), str(n), fmt(critical), fmt(wall / critical))
+        proc.add_row("cold server" if process.cold else "warm server", fmt(wall), fmt(head), fmt(tail), str(n),
+                     fmt(critical), fmt(wall / critical))
     section.tables.append(proc)
 
 
@@ -155,7 +158,7 @@ def economy_section(jobs: dict) -> Section:
             continue
         r = runs[0]
         e = r.economy
-        minimum = spec_minimum_chain(e.retries, r.replans)
+        minimum = spec_minimum_chain(e.retries, r.replans, abandon=r.directive == "abandon")
         met = e.sequential_role_calls == minimum
         calls.add_row(r.scenario, *[str(e.role_calls.get(x, 0)) for x in ROLES], str(e.r3_turns),
                       str(e.http_requests), str(e.sequential_role_calls), str(minimum),

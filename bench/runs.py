@@ -161,6 +161,8 @@ class ProcessRun:
     """Last LLM answer → process exit (GGS, artifacts, the audit pass, server shutdown)."""
     home: str
     """How the home was warmed: "dedicated warm-up run" or "the in-process runs"."""
+    cold: bool = False
+    """Each timed process started the server itself (``artoo stop`` before it)."""
 
     @property
     def ratio(self) -> float:
@@ -177,12 +179,15 @@ def artoo_command() -> list[str]:
 
 
 def process_run(scenario: Scenario, runs: int, root: Path, original_env: dict[str, str],
-                home: str | None = None) -> ProcessRun:
-    """``artoo run --json`` as subprocesses in embedded mode, no server running, ``runs`` of them timed.
+                home: str | None = None, cold: bool = False) -> ProcessRun:
+    """``artoo run --json`` as subprocesses in embedded mode (no PREFECT_API_URL), ``runs`` of them timed.
 
-    With ``home`` (a name under ``root`` already warmed by earlier runs) no warm-up runs;
-    otherwise a fresh home gets one untimed warm-up process first.  ``scenario`` must be
-    scripted for every process started.
+    Warm (the default): the home's lingering server, started by the warm-up, serves each timed
+    process, as it does for a person's second command.  Cold: ``artoo stop`` before each timed
+    process, so each starts the server itself, as a person's first command of the day does.
+    Either way one untimed warm-up process runs first (in ``home``, a name under ``root`` already
+    warmed by earlier runs, or in a fresh one).  ``scenario`` must be scripted for ``runs`` + 1
+    processes.
     """
     from artoo.tasks.llm.scripted_server import ScriptedLLMServer
 
@@ -192,7 +197,9 @@ def process_run(scenario: Scenario, runs: int, root: Path, original_env: dict[st
     walls, sequential, heads, tails = [], [], [], []
     with ScriptedLLMServer(scenario.script) as server, (root / "process.log").open("ab") as log:
         env.update(llm_env(server.base_url), **scenario.settings)
-        for _ in range(runs + (0 if home else 1)):
+        for index in range(runs + 1):
+            if cold and index > 0:
+                subprocess.run([*artoo_command(), "stop"], env=env, stdout=log, stderr=log, timeout=60)
             before = len(server.requests)
             started, clock = time.perf_counter(), time.time()
             done = subprocess.run([*artoo_command(), "run", "--json", scenario.request], env=env,
@@ -208,7 +215,6 @@ def process_run(scenario: Scenario, runs: int, root: Path, original_env: dict[st
             sequential.append(economy(requests, scenario.subtasks).sequential_requests)
             heads.append(min(r["received"] for r in requests) - clock)
             tails.append(clock + wall - max(r["answered"] for r in requests))
-    warmup = None if home else walls[0]
-    skip = 0 if home else 1
-    return ProcessRun(latency, warmup, walls[skip:], sequential[skip:], heads[skip:], tails[skip:],
-                      "the in-process runs" if home else "a dedicated warm-up run")
+        subprocess.run([*artoo_command(), "stop"], env=env, stdout=log, stderr=log, timeout=60)
+    return ProcessRun(latency, walls[0], walls[1:], sequential[1:], heads[1:], tails[1:],
+                      "the in-process runs" if home else "a dedicated warm-up run", cold)

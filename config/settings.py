@@ -69,12 +69,12 @@ class ToolParams(BaseModel):
     sandbox: Literal["auto", "require", "off"] = Field(
         "auto", description="Shell sandbox: bubblewrap when it works (auto), refuse without it (require), "
         "or limits only (off).")
+    overlay: Literal["auto", "off"] = Field(
+        "auto", description="Law 1 by effect: run each shell command on a copy-on-write view of the workspace and "
+        "ask only about the changes it made (auto, when overlayfs works here), or judge the command text (off).")
     shell_cpu_s: int = Field(120, description="CPU seconds one shell command may use.")
     shell_memory_mb: int = Field(4096, description="Data memory one shell command may use (MB).")
     shell_file_mb: int = Field(1024, description="Largest file one shell command may write (MB).")
-    approved_in_sandbox: bool = Field(
-        False, description="Run Law-1-approved shell actions inside the sandbox too (artoo eval sets it: its "
-        "answerer approves by a rule, not a person watching the machine).")
 
 
 class AblationParams(BaseModel):
@@ -86,6 +86,24 @@ class AblationParams(BaseModel):
     planner_sees_blocked_targets: bool = Field(
         True, description="Debug switch: false hides the blocked targets from the planner's prompt (they are "
         "still enforced by the plan rules and the toolbox), to show what that channel is worth.")
+
+
+class ServerParams(BaseModel):
+    """The Prefect server artoo starts for itself when no PREFECT_API_URL is set."""
+
+    linger_s: float = Field(
+        600.0, description="Seconds the embedded server lingers idle after the last command that used it, "
+        "so the next command reuses it (one per ARTOO_HOME; `artoo stop` ends it). 0: a server per command.")
+class DecisionLogParams(BaseModel):
+    """The decision log under ARTOO_HOME/decisions: one JSONL file per run (artoo log, artoo replay)."""
+
+    enabled: bool = Field(True, description="Record every LLM call, tool call, verdict and GGS decision of a run.")
+    keep_runs: int = Field(200, ge=1, description="Retention: keep the logs of at most this many runs (oldest go).")
+    keep_days: float = Field(30.0, gt=0, description="Retention: delete run logs older than this many days.")
+    max_run_mb: float = Field(20.0, gt=0, description="Size bound of one run's log; past it only verdicts and "
+                              "GGS decisions are still written.")
+    max_field_chars: int = Field(50_000, ge=200, description="Longest string kept in one record field "
+                                 "(head and tail kept).")
 
 
 class ModelTier(BaseModel):
@@ -113,8 +131,14 @@ class Settings(BaseSettings):
     ggs: GGSParams = Field(default_factory=GGSParams, description="GGS loss hyperparameters.")
     memory: MemoryParams = Field(default_factory=MemoryParams, description="MKCT memory thresholds.")
     tools: ToolParams = Field(default_factory=ToolParams, description="Executor tool limits.")
+<<<<<<< HEAD
     ablation: AblationParams = Field(default_factory=AblationParams,
                                      description="Ablation switches for measuring the correction loop.")
+=======
+    server: ServerParams = Field(default_factory=ServerParams, description="artoo's own Prefect server.")
+    decisions: DecisionLogParams = Field(default_factory=DecisionLogParams,
+                                         description="Decision log retention and size bounds.")
+>>>>>>> main
     llm_timeout_s: float = Field(60.0, description="Per-request LLM timeout in seconds.")
     llm_max_retries: int = Field(1, description="Transport-level retries of one LLM request (openai client).")
     law1_mode: Literal["auto", "console", "pause", "deny", "policy"] = Field(

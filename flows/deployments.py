@@ -106,12 +106,25 @@ def runner_deployments(settings: Settings) -> list:
 
     flows = {"artoo-task": artoo_task, "dreamer": dreamer, "auditor": auditor}
     return [
-        flows[spec.name].to_deployment(
+        titled(flows[spec.name].to_deployment(
             name=spec.name, description=spec.description, tags=TAGS, parameters=spec.parameters or None,
             interval=timedelta(seconds=spec.interval_s) if spec.interval_s else None,
-            concurrency_limit=concurrency(spec), entrypoint_type=EntrypointType.MODULE_PATH)
+            concurrency_limit=concurrency(spec), entrypoint_type=EntrypointType.MODULE_PATH))
         for spec in specs(settings)
     ]
+
+
+def titled(deployment):
+    """The run form's fields titled for people (``Request``, not ``request``).
+
+    Prefect titles every parameter with its Python name and takes the help text from the flow's
+    docstring ``Args:``; the title is set on the deployment's parameter schema (the form reads it).
+    """
+    schema = getattr(deployment, "_parameter_openapi_schema", None)
+    for name, prop in (getattr(schema, "properties", None) or {}).items():
+        if prop.get("title") == name:
+            prop["title"] = name.replace("_", " ").capitalize()
+    return deployment
 
 
 def require_api_url(value: str | None) -> str:

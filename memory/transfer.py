@@ -1,5 +1,13 @@
 """Parquet export and the operator's restore, which validates the whole file first.
 
+A restore accepts any file with the spec's columns: the Megram 11-tuple ⟨ID, Level,
+created_at, last_recalled_at, space, entity, content, state, f, σ, k⟩, names matched
+without regard to case.  Only the columns without a default in the Megram contract are
+required (id, created_at, space, entity, f, sigma, k); a missing optional one is filled
+with the contract's default (level M, no recall, empty content and state, no
+``derived_from``), so a file written by another implementation of the spec imports.
+Export always writes every column, so an export re-imports identically.
+
 A restore is all-or-nothing: a file with one bad row (wrong level, non-finite f, missing
 id, a column of the wrong type, a duplicated id) imports nothing and the error names the
 first bad row and says how many there are, so the operator fixes the file and retries
@@ -19,6 +27,17 @@ import pyarrow.parquet as pq
 
 from artoo.config.errors import ConfigurationError
 from artoo.memory.schema import EXPORT_SCHEMA, LEVELS, MEGRAM_COLUMNS, tag_array
+
+OPTIONAL_DEFAULTS: dict[str, object] = {
+    "level": "M",
+    "last_recalled_at": None,
+    "content": "",
+    "state": "",
+    "derived_from": [],
+}
+"""Columns an import file may omit, and the Megram contract's default each is filled with."""
+REQUIRED_COLUMNS = tuple(c for c in MEGRAM_COLUMNS if c not in OPTIONAL_DEFAULTS)
+"""Columns every import file must have (no default in the Megram contract)."""
 
 
 class InvalidMegramFile(ConfigurationError, ValueError):
@@ -125,16 +144,29 @@ def _row_problems(t: pa.Table) -> list[tuple[pa.Array, str]]:
     return rules
 
 
+def _spec_columns(raw: pa.Table, path: Path) -> pa.Table:
+    """The file's columns under our names (case-insensitive), missing optional ones filled."""
+    names = [n.lower() for n in raw.column_names]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    missing = [n for n in REQUIRED_COLUMNS if n not in names]
+    extra = [n for n, low in zip(raw.column_names, names, strict=True) if low not in MEGRAM_COLUMNS]
+    if missing or extra or twice:
+        raise _fail(f"{path} has columns {raw.column_names}; missing {missing}, unexpected {extra}"
+                    + (f", given twice {twice}" if twice else ""))
+    raw = raw.rename_columns(names)
+    for name, default in OPTIONAL_DEFAULTS.items():
+        if name not in names:
+            raw = raw.append_column(name, pa.array([default] * raw.num_rows, EXPORT_SCHEMA.field(name).type))
+    return raw
+
+
 def read_and_validate(path: Path) -> pa.Table:
     """Read an export file and return it in export types, or raise InvalidMegramFile."""
     try:
         raw = pq.read_table(path)
     except (OSError, pa.ArrowInvalid) as exc:
         raise _fail(f"{path} is not a readable Parquet file ({exc})") from None
-    missing = [n for n in MEGRAM_COLUMNS if n not in raw.column_names]
-    extra = [n for n in raw.column_names if n not in MEGRAM_COLUMNS]
-    if missing or extra:
-        raise _fail(f"{path} has columns {raw.column_names}; missing {missing}, unexpected {extra}")
+    raw = _spec_columns(raw, path)
     table = pa.table({f.name: _coerce(raw, f.name, f.type) for f in EXPORT_SCHEMA}, schema=EXPORT_SCHEMA)
     first: tuple[int, str] | None = None
     bad_rows = pa.array([False] * table.num_rows)

@@ -21,6 +21,9 @@ LLM_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "BRAIN_BASE_URL"
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # Servers started by tests persist events every 0.5 s, so a run's audit catch-up does not wait ~5 s.
 os.environ.setdefault("PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL", "0.5")
+# Commands that start artoo's own (lingering) server in a test home let it go a few seconds after
+# their last use, not ten minutes: a suite of them would otherwise leave dozens of servers behind.
+os.environ.setdefault("ARTOO_SERVER__LINGER_S", "3")
 
 
 @pytest.fixture(scope="session")

@@ -98,9 +98,10 @@ def test_economy_of_two_parallel_subtasks_counts_calls_twice_but_time_once():
     assert e.chars_sent["R3"] > e.chars_sent["R4b"]
 
 
-@pytest.mark.parametrize(("retries", "replans", "minimum"), [(0, 0, 5), (1, 0, 7), (0, 3, 11), (2, 1, 11)])
-def test_spec_minimum_chain(retries, replans, minimum):
-    assert spec_minimum_chain(retries, replans) == minimum
+@pytest.mark.parametrize(("retries", "replans", "abandon", "minimum"),
+                         [(0, 0, False, 5), (1, 0, False, 7), (0, 3, False, 11), (2, 1, False, 11), (0, 3, True, 12)])
+def test_spec_minimum_chain(retries, replans, abandon, minimum):
+    assert spec_minimum_chain(retries, replans, abandon) == minimum
 
 
 def test_spec_minimum_chain_rejects_negative_counts():
@@ -165,6 +166,7 @@ MODES = ("ephemeral", "local")
 EXPECTED = {
     **{f"overhead.{s}.{m}": (s != "par4") for s in ("one", "par4", "replans") for m in MODES},
     "overhead.process": True,
+    "overhead.process_cold": True,
     **{f"parallel.n{n}.{m}": n == 8 for n in (1, 8) for m in MODES},
     **{f"economy.{s}.sequential_role_calls": True for s in ("one", "par4", "replans", "retry")},
     **{f"economy.{s}.prompt_tokens": False for s in ("one", "par4", "replans", "retry")},

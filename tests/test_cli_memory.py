@@ -50,6 +50,22 @@ def test_export_then_import_restores_and_a_bad_file_imports_nothing(artoo_env, t
     assert stats["total"] + stats["pending"]["megrams"] == 2
 
 
+def test_memory_import_accepts_the_specs_eleven_columns(artoo_env, tmp_path):
+    """A file with exactly ⟨ID, Level, created_at, last_recalled_at, space, entity, content, state, f, σ, k⟩."""
+    rows = [{"ID": f"ext-{i}", "Level": "M", "created_at": NOW.replace(tzinfo=None), "last_recalled_at": None,
+             "space": "intent:a", "entity": "env:local", "content": f"seen {i}", "state": "accept",
+             "f": 0.9, "sigma": 1.0, "k": 0.05} for i in range(3)]
+    spec_file = tmp_path / "spec.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), spec_file)
+    code, _, err = run_cli("memory", "import", str(spec_file))
+    assert code == 0, err
+    exported = tmp_path / "back.parquet"
+    assert run_cli("memory", "export", str(exported))[0] == 0
+    back = pq.read_table(exported).to_pylist()
+    assert sorted(r["id"] for r in back) == ["ext-0", "ext-1", "ext-2"]
+    assert all(r["derived_from"] == [] and r["content"].startswith("seen") for r in back)
+
+
 def test_dream_forgets_decayed_megrams_and_reports_it(artoo_env):
     with MemoryStore(artoo_env / "home") as store:
         store.write(megram("tool:shell", 0.5, f=0.1, k=0.5, days_ago=30))  # attention 0.1·e^-15 ≪ 0.1

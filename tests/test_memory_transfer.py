@@ -152,3 +152,69 @@ def test_compatible_types_are_accepted(tmp_path, exported):
         == pq.read_table(exported)["created_at"].cast(pa.timestamp("us")).to_pylist()
     )
     target.close()
+
+
+SPEC_11 = ["id", "level", "created_at", "last_recalled_at", "space", "entity", "content", "state", "f", "sigma", "k"]
+
+
+def _spec_shaped(path, exported, columns, rename=str):
+    """The export cut down to ``columns`` (renamed by ``rename``), as another implementation would write it."""
+    table = pq.read_table(exported).select(columns)
+    pq.write_table(table.rename_columns([rename(c) for c in columns]), path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("columns", "rename"),
+    [
+        (SPEC_11, str),  # exactly the spec's 11-tuple: no derived_from
+        (SPEC_11, lambda c: {"id": "ID", "level": "Level"}.get(c, c)),  # the spec's spelling
+        (["id", "created_at", "space", "entity", "f", "sigma", "k"], str),  # only what has no default
+        ([*SPEC_11, "derived_from"], str),  # our export
+    ],
+)
+def test_a_spec_shaped_file_imports_and_fills_the_optional_columns(tmp_path, exported, columns, rename):
+    path = _spec_shaped(tmp_path / "spec.parquet", exported, columns, rename)
+    target = MemoryStore(tmp_path / "dst")
+    assert target.import_parquet(path) == 7
+    out = tmp_path / "out.parquet"
+    target.export_parquet(out)
+    target.close()
+    got = {r["id"]: r for r in pq.read_table(out).to_pylist()}
+    want = {r["id"]: r for r in pq.read_table(exported).to_pylist()}
+    for megram_id, row in want.items():
+        kept = {c: row[c] for c in columns}
+        filled = {"level": "M", "last_recalled_at": None, "content": "", "state": "", "derived_from": []}
+        expected = {c: kept.get(c, filled.get(c)) for c in row}
+        assert got[megram_id] == expected
+
+
+@pytest.mark.parametrize("columns", [SPEC_11, [*SPEC_11, "derived_from"]])
+def test_an_export_reimports_identically(tmp_path, exported, columns):
+    """Import → export → import into a fresh store → export: the two exports are the same table."""
+    path = _spec_shaped(tmp_path / "in.parquet", exported, columns)
+    first, second = tmp_path / "first.parquet", tmp_path / "second.parquet"
+    for home, source, out in (("a", path, first), ("b", first, second)):
+        store = MemoryStore(tmp_path / home)
+        assert store.import_parquet(source) == 7
+        store.export_parquet(out)
+        store.close()
+    assert pq.read_table(first).column_names == [*SPEC_11, "derived_from"]
+    assert pq.read_table(second).equals(pq.read_table(first))
+
+
+@pytest.mark.parametrize(
+    ("columns", "rename", "message"),
+    [
+        ([c for c in SPEC_11 if c != "sigma"], str, r"missing \['sigma'\]"),
+        (["id", "level", "space", "entity", "f", "sigma", "k"], str, r"missing \['created_at'\]"),
+        (SPEC_11 + ["derived_from"], lambda c: "ID" if c == "derived_from" else c, r"given twice \['id'\]"),
+    ],
+)
+def test_a_file_without_a_required_column_imports_nothing(tmp_path, exported, columns, rename, message):
+    path = _spec_shaped(tmp_path / "bad.parquet", exported, columns, rename)
+    target = MemoryStore(tmp_path / "dst")
+    with pytest.raises(InvalidMegramFile, match=message):
+        target.import_parquet(path)
+    assert target.stats()["total"] == 0
+    target.close()

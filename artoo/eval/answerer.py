@@ -79,5 +79,5 @@ async def answer(action) -> bool:
         return False
     approved, changes = await asyncio.to_thread(decide, oracle, action)
     oracle.questions.append({"command": action.command, "approved": approved,
-                             "changes": sorted(changes)[:20]})
+                             "changes": sorted(changes)[:20], "shown": list(getattr(action, "changes", []))[:20]})
     return approved

@@ -177,7 +177,7 @@ async def artoo_eval(suite: str, limit: int | None, brain: str, strategies: list
     sim = (SimulatedBrain(base, seed, rates=rates if mistakes else {}, recovery=recovery)
            if brain == "simulated" else None)
     env = {"ARTOO_WORKSPACE": str(base), "ARTOO_LAW1_MODE": "policy", "ARTOO_LAW1_POLICY": answerer.POLICY,
-           "ARTOO_TOOLS__APPROVED_IN_SANDBOX": "true", "ARTOO_TOOLS__SANDBOX": "require"}
+           "ARTOO_TOOLS__SANDBOX": "require"}
     server = None
     try:
         if sim is not None:

@@ -13,6 +13,10 @@ code the text does not show (``python3 cleanup.py``, ``make clean``, ``npm test`
 that code exists, and a request to a daemon (``mysql``, ``redis-cli``, ``docker``) that may
 change what it holds.
 
+Each danger names its category first: ``deletion``, ``overwrite``, ``system``, ``network``,
+``daemon`` (a server changes what it holds), ``runs code`` (code the text does not show),
+``hidden`` (a command known only at run time) or ``cannot parse``.
+
 ``judge_command`` is the whole judgement (``artoo policy check``, and the shell where no
 overlay can be mounted); ``judge_unobservable`` keeps only what a copy-on-write overlay
 cannot see, for the transactional shell that observes file effects itself.

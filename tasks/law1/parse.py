@@ -18,8 +18,12 @@ import re
 import threading
 from dataclasses import dataclass, field
 
-import tree_sitter_bash
-from tree_sitter import Language, Node, Parser
+try:
+    import tree_sitter_bash
+    from tree_sitter import Language, Node, Parser
+except ImportError as exc:  # an environment installed before the dependency was added
+    raise ImportError(f"Law 1 reads shell commands with tree-sitter-bash, which is not installed ({exc}); "
+                      "reinstall artoo: pip install -e .") from exc
 
 SUB = "__ARTOO_SUB{}__"
 """Placeholder word standing for a command substitution (``$( … )``, backticks) whose value is unknown."""

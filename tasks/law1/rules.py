@@ -3,7 +3,8 @@
 ``judge_script`` walks every simple command of a parsed line (and every substitution it
 hides), follows ``cd`` so relative paths resolve where they would, and judges
 redirections.  ``judge_argv`` looks the command up in the rule tables of
-``rules_files``, ``rules_net`` and ``rules_system``; wrappers (sudo, env, nohup, timeout, xargs,
+``rules_files``, ``rules_net``, ``rules_system``, ``rules_code`` (programs that run code they
+are given) and ``rules_daemon`` (database and container clients); wrappers (sudo, env, nohup, timeout, xargs,
 ``sh -c``, eval, ``python -c`` …) are unwrapped here and the wrapped command judged
 with the same rules, so hiding a command never makes it safer.  ``rules_exfil`` adds its
 rule to every command; ``variables`` follows the variables a script sets, command by command.

@@ -21,6 +21,7 @@ import functools
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -56,6 +57,8 @@ class OpenAICompatLLM:
         self._modes: dict[str, int] = {}
         self._clients: dict[asyncio.AbstractEventLoop, dict[str, AsyncOpenAI]] = {}
         self._clients_lock = threading.Lock()
+        self.observer: Callable[[dict], None] | None = None
+        """Called with every request and its answer (the decision log); its failures are ignored."""
 
     def endpoint(self, tier: str) -> Endpoint:
         """The resolved endpoint of a tier; ConfigurationError naming the env vars when incomplete."""
@@ -156,6 +159,7 @@ class OpenAICompatLLM:
                 error = classify(exc, role, ep, sent_format="response_format" in kwargs)
                 self.records.append(CallRecord(role, ep.model, schema, 0, 0, time.perf_counter() - started,
                                                ok=False, error=str(error)))
+                self._observe(self.records[-1], ep, kwargs, None)
                 if is_retryable(error) and attempt < self.max_retries:
                     await asyncio.sleep(_backoff(exc, attempt))
                     continue
@@ -165,8 +169,22 @@ class OpenAICompatLLM:
                                 getattr(usage, "completion_tokens", 0) or 0, time.perf_counter() - started,
                                 ok=True)
             self.records.append(record)
+            self._observe(record, ep, kwargs, response)
             return response, record
         raise AssertionError("unreachable")
+
+    def _observe(self, record: CallRecord, ep: Endpoint, request: dict, response: Any) -> None:
+        """Hand the observer the whole exchange: the request as sent and the response as received."""
+        if self.observer is None:
+            return
+        try:
+            answer = response.model_dump(mode="json", exclude_none=True) if hasattr(response, "model_dump") else None
+            self.observer({"role": record.role, "model": record.model, "tier": ep.tier, "schema": record.schema,
+                           "request": {"model": ep.model, **request}, "response": answer,
+                           "prompt_tokens": record.prompt_tokens, "completion_tokens": record.completion_tokens,
+                           "latency_s": round(record.latency_s, 4), "ok": record.ok, "error": record.error})
+        except Exception:  # recording explains a run; it never fails one
+            return
 
 
 @functools.cache

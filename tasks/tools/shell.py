@@ -1,11 +1,13 @@
-"""The shell tool's mechanics: rewriting find, and running bash with bounds (see sandbox.py).
+"""The shell tool's mechanics: the locate redirect for find, and running bash with bounds (see sandbox.py).
 
-``find`` on a personal path (``~``, ``$HOME``, ``/home/…``, ``/root``) is answered by
-locate instead — the spec's redirect, because walking a whole home directory is slow
-and locate is built for it — and ``-maxdepth N`` is stripped, because models add it
-by habit and then miss files one level deeper.  A command runs as its own process
-group so a timeout kills everything it started, and its output is read in chunks into
-a head+tail buffer, so memory stays bounded whatever it prints.
+Commands run as written: nothing here edits a command's text, because a model (or a
+person) that writes ``-maxdepth 1`` means "not the subdirectories", and dropping it
+changes what the command answers.  The one redirect is the spec's: a plain
+``find <personal path> -name X`` (``~``, ``$HOME``, ``/home/…``, ``/root``) is answered by
+locate, because walking a whole home directory is slow and locate is built for it; a
+find that limits its depth is never redirected (locate cannot honour the limit).  A
+command runs as its own process group so a timeout kills everything it started, and its
+output is read in chunks into a head+tail buffer, so memory stays bounded whatever it prints.
 """
 
 from __future__ import annotations
@@ -23,24 +25,15 @@ from artoo.tasks.tools.sandbox import Sandbox, wrap
 from artoo.tasks.tools.text import HeadTailBuffer
 
 CHUNK = 65_536
-MAXDEPTH = re.compile(r"[ \t]+-maxdepth[ \t]+\d+(?=[\s;&|)]|$)")
-HAS_FIND = re.compile(r"(^|[\s;&|(`])find\s")
 PERSONAL = re.compile(r"^(~|~/.*|\$HOME(/.*)?|\$\{HOME\}(/.*)?|/home/[^/]+(/.*)?|/root(/.*)?|/Users/[^/]+(/.*)?)$")
-SAFE_PRIMARIES = {"-print": 0, "-name": 1, "-iname": 1, "-type": 1, "-mindepth": 1, "-maxdepth": 1}
+SAFE_PRIMARIES = {"-print": 0, "-name": 1, "-iname": 1, "-type": 1}
+"""The find primaries locate answers with the same meaning (no depth limits: locate has none)."""
 
 
 def build_shell_argv(command: str, sandbox: Sandbox | None = None) -> list[str]:
     """The argv that runs one shell command, confined by ``sandbox`` (limits, plus bubblewrap when it works)."""
     argv = ["bash", "-c", command]
     return argv if sandbox is None else wrap(argv, sandbox)
-
-
-def strip_maxdepth(command: str) -> tuple[str, list[str]]:
-    """Remove ``-maxdepth N`` from find commands; return the new command and what was removed."""
-    if not HAS_FIND.search(command):
-        return command, []
-    removed = [m.group(0).strip() for m in MAXDEPTH.finditer(command)]
-    return MAXDEPTH.sub("", command), removed
 
 
 @dataclass
@@ -99,11 +92,11 @@ class Completed:
 
 
 async def run_capped(argv: list[str], cwd: Path, timeout_s: float, limit: int,
-                     env: dict[str, str] | None = None) -> Completed:
+                     env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = ()) -> Completed:
     """Run argv in its own process group; keep at most ``limit`` characters of head+tail output."""
     buffer = HeadTailBuffer(limit, limit)
     proc = await asyncio.create_subprocess_exec(*argv, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
-                                                stdout=asyncio.subprocess.PIPE, env=env,
+                                                stdout=asyncio.subprocess.PIPE, env=env, pass_fds=pass_fds,
                                                 stderr=asyncio.subprocess.STDOUT, start_new_session=True)
 
     async def pump() -> None:

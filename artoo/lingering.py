@@ -1,0 +1,271 @@
+"""One Prefect server per ARTOO_HOME that outlives the command that started it.
+
+Why: starting the embedded server costs every `artoo run` seconds, and six commands started
+together each started their own server on one SQLite database, colliding at start-up
+("database is locked") until five of them failed.  So the first command starts a server in
+its own session, and later commands (run, chat, demo, eval, several at once) reuse it.
+
+Everything that says "alive" is a `flock`, never a pid or a file's mere presence, so a crash
+leaves nothing stale: the kernel drops a dead process's locks.
+
+* ``server.lock``: held exclusively by the serving process for its whole life.  Its
+  ``server.json`` beside it (pid, API URL, kind) is trusted only while that lock is held.
+  ``artoo server`` takes the same lock, so commands find it without being told.
+* ``start.lock``: serialises starters, so eight commands at once start one server.
+* ``users.lock``: every command using the server holds it shared; the server counts as idle
+  only when it can take it exclusively *and* no request came for ``linger_s`` seconds (a
+  long model call makes no API request, but its command still holds the lock).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from artoo.config.errors import EnvironmentalFailure
+
+IDLE_POLL_S = 1.0
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The files of one home's server record."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, home: Path) -> Paths:
+        root = Path(home) / "server" / "current"
+        root.mkdir(parents=True, exist_ok=True)
+        return cls(root)
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "server.lock"
+
+    @property
+    def record(self) -> Path:
+        return self.root / "server.json"
+
+    @property
+    def start(self) -> Path:
+        return self.root / "start.lock"
+
+    @property
+    def users(self) -> Path:
+        return self.root / "users.lock"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "server.log"
+
+
+def _try_lock(path: Path, mode: int) -> int | None:
+    """An fd holding ``mode`` on ``path`` (non-blocking), or None when someone else holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def live_record(home: Path) -> dict | None:
+    """The running server of this home (its server.json), or None when no process holds the lock."""
+    paths = Paths.of(home)
+    fd = _try_lock(paths.lock, fcntl.LOCK_SH)
+    if fd is not None:  # nobody holds it exclusively: no server, whatever files lie around
+        os.close(fd)
+        return None
+    try:
+        return json.loads(paths.record.read_text())
+    except (OSError, ValueError):
+        return None  # holder still starting up: its record is not written yet
+
+
+def healthy(api_url: str, timeout_s: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout_s) as response:
+            return response.status == 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        return False
+
+
+def claim(home: Path, api_url: str, kind: str) -> int | None:
+    """Become this home's server: hold the lock and publish the record; None when one already runs.
+
+    The returned fd is the claim: keep it open for the life of the server (closing it, or dying,
+    releases it).
+    """
+    paths = Paths.of(home)
+    fd = _try_lock(paths.lock, fcntl.LOCK_EX)
+    if fd is None:
+        return None
+    tmp = paths.record.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"pid": os.getpid(), "api_url": api_url, "kind": kind, "started": time.time()}))
+    tmp.replace(paths.record)
+    return fd
+
+
+def ensure(home: Path, linger_s: float, timeout_s: float) -> str:
+    """The API URL of this home's server, starting a lingering one when none runs."""
+    paths = Paths.of(home)
+    deadline = time.monotonic() + timeout_s
+    with _held(paths.start, fcntl.LOCK_EX):  # one starter at a time; the others then find its server
+        record = live_record(home)
+        if record is None:
+            process = _spawn(paths, linger_s)
+            record = _wait_for_record(home, process, deadline)
+        while not healthy(record["api_url"]):
+            if time.monotonic() > deadline:
+                raise EnvironmentalFailure(f"artoo's Prefect server at {record['api_url']} did not answer within "
+                                           f"{timeout_s:.0f} s; see {paths.log} (artoo stop ends it)")
+            time.sleep(0.1)
+        return record["api_url"]
+
+
+_USER_FDS: dict[Path, int] = {}
+
+
+def attach(home: Path) -> None:
+    """Hold the users lock (shared) for the rest of this process: its server is not idle meanwhile.
+
+    Taken before the server is looked up, so it cannot go idle between being found and used;
+    the kernel releases it when the process ends, however it ends.
+    """
+    paths = Paths.of(home)
+    if paths.users not in _USER_FDS:
+        fd = os.open(paths.users, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        _USER_FDS[paths.users] = fd
+
+
+@contextlib.contextmanager
+def _held(path: Path, mode: int) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, mode)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _spawn(paths: Paths, linger_s: float) -> subprocess.Popen:
+    """Start ``python -m artoo.lingering`` in its own session, its output appended to server.log."""
+    with paths.log.open("ab") as log:
+        return subprocess.Popen([sys.executable, "-m", "artoo.lingering", str(paths.root.parents[1]), str(linger_s)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                env=_server_env())
+
+
+def _server_env() -> dict[str, str]:
+    from artoo.embedded_server import EPHEMERAL_DEFAULTS, PARENT_ENV
+
+    env = {**EPHEMERAL_DEFAULTS, **os.environ, "PREFECT_UI_ENABLED": "0"}
+    env.pop("PREFECT_API_URL", None)
+    env.pop(PARENT_ENV, None)  # it outlives its starter by design
+    return env
+
+
+def _wait_for_record(home: Path, process: subprocess.Popen, deadline: float) -> dict:
+    while True:
+        record = live_record(home)
+        if record is not None:
+            return record
+        code = process.poll()
+        if code is not None or time.monotonic() > deadline:
+            log = Paths.of(home).log
+            why = f"exited with code {code}" if code is not None else "did not start in time"
+            tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
+            raise EnvironmentalFailure(f"artoo's Prefect server {why}: {' | '.join(tail) or 'no output'} "
+                                       f"(full log: {log})")
+        time.sleep(0.05)
+
+
+def stop(home: Path, timeout_s: float = 15.0) -> dict | None:
+    """End this home's lingering server (SIGTERM); the record of what was stopped, or None."""
+    record = live_record(home)
+    if record is None:
+        return None
+    if record.get("kind") != "embedded":
+        raise EnvironmentalFailure(f"the server at {record['api_url']} is an `artoo server` (pid {record['pid']}): "
+                                   "stop it where it runs (Ctrl-C)")
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(int(record["pid"]), signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while live_record(home) is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return record
+
+
+class Activity:
+    """ASGI wrapper noting when the last request came, for the idle check."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.last = time.monotonic()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            self.last = time.monotonic()
+        await self.app(scope, receive, send)
+
+
+def idle(activity: Activity, users: Path, linger_s: float) -> bool:
+    """True when no request came for ``linger_s`` and no command holds the users lock."""
+    if time.monotonic() - activity.last < linger_s:
+        return False
+    fd = _try_lock(users, fcntl.LOCK_EX)
+    if fd is None:
+        return False
+    os.close(fd)
+    return True
+
+
+def serve(home: Path, linger_s: float) -> int:
+    """The server process: claim the home, serve until idle for ``linger_s`` or SIGTERM."""
+    import uvicorn
+
+    from artoo.embedded_server import create_app
+    from artoo.local_server import free_port
+
+    paths = Paths.of(home)
+    port = free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    activity = Activity(create_app())
+    server = uvicorn.Server(uvicorn.Config(activity, host="127.0.0.1", port=port, log_level="error",
+                                           lifespan="on"))
+
+    def watch() -> None:
+        while not server.started:
+            time.sleep(0.05)
+        claim_fd = claim(home, api_url, "embedded")
+        if claim_fd is None:  # another server won the race: leave it the home
+            server.should_exit = True
+            return
+        while not server.should_exit:
+            if idle(activity, paths.users, linger_s):
+                print(f"artoo: idle for {linger_s:g} s, stopping", file=sys.stderr, flush=True)
+                server.should_exit = True
+            time.sleep(IDLE_POLL_S)
+
+    threading.Thread(target=watch, name="artoo-linger", daemon=True).start()
+    server.run()
+    return 0
+
+
+if __name__ == "__main__":  # python -m artoo.lingering HOME LINGER_S (started by ensure)
+    sys.exit(serve(Path(sys.argv[1]), float(sys.argv[2])))

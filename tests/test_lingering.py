@@ -1,0 +1,124 @@
+"""The lingering embedded server, with real processes: reused, idle exit, a SIGKILL leaves no stale lock,
+and eight `artoo` commands at once on one home share one server.
+
+Each test gets its own ARTOO_HOME and PREFECT_HOME and no PREFECT_API_URL, so the commands find
+or start the home's own server exactly as a user's do.  Marked slow: every command is a real
+process (~3-8 s each on this machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from artoo.lingering import live_record
+from artoo.memory.store import MemoryStore
+from tests.processes import alive
+from tests.scenario_kit import agent, done, plan, scenario, spec, subtask, task_verdict, verdict
+
+pytestmark = pytest.mark.slow
+CLI = "import sys; from artoo.cli import main; sys.argv = ['artoo', *sys.argv[1:]]; main()"
+
+
+def home_env(tmp_path: Path, linger_s: float, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "OPENAI_", "BRAIN_", "TOOL_"))}
+    env.update(ARTOO_HOME=str(tmp_path / "home"), ARTOO_WORKSPACE=str(tmp_path / "ws"), ARTOO_LAW1_MODE="deny",
+               PREFECT_HOME=str(tmp_path / "prefect"), ARTOO_SERVER__LINGER_S=str(linger_s), **extra)
+    return env
+
+
+def artoo(env: dict, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", CLI, *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def wait_until(check, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def hello_brain(runs: int):
+    """A scripted brain for ``runs`` one-subtask requests, each accepted in its first round."""
+    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+
+    return ScriptedLLMServer(scenario(
+        TaskSpec=[spec(f"say_hello_{i}", "say hello") for i in range(runs)],
+        Plan=[plan([subtask("print hello", ["the output contains hello"])], ["hello was printed"])] * runs,
+        tools=[done("hello")] * runs,
+        AgentVerdict=[agent(verdict("the output contains hello", True))] * runs,
+        TaskVerdict=[task_verdict(verdict("hello was printed", True))] * runs,
+    )).start()
+
+
+def test_a_second_run_reuses_the_server_which_exits_once_idle(tmp_path: Path):
+    brain = hello_brain(2)
+    env = home_env(tmp_path, linger_s=4, OPENAI_BASE_URL=brain.base_url, OPENAI_MODEL="scripted",
+                   OPENAI_API_KEY="test-key")
+    try:
+        first = artoo(env, "run", "--json", "say hello")
+        assert first.returncode == 0, first.stderr[-2000:]
+        record = live_record(tmp_path / "home")
+        assert record is not None and record["kind"] == "embedded" and alive(record["pid"])
+        second = artoo(env, "run", "--json", "say hello again")
+        assert second.returncode == 0, second.stderr[-2000:]
+    finally:
+        brain.stop()
+    assert live_record(tmp_path / "home")["pid"] == record["pid"]  # reused, not started again
+    wait_until(lambda: not alive(record["pid"]), 60, "the idle server to exit")
+    assert live_record(tmp_path / "home") is None
+    assert "idle for 4 s, stopping" in (tmp_path / "home" / "server" / "current" / "server.log").read_text()
+
+
+def test_a_killed_server_is_replaced_without_a_stale_lock_and_artoo_stop_ends_it(tmp_path: Path):
+    env = home_env(tmp_path, linger_s=120)
+    assert artoo(env, "demo", "--json").returncode == 0
+    killed = live_record(tmp_path / "home")["pid"]
+    os.kill(killed, signal.SIGKILL)
+    wait_until(lambda: not alive(killed), 30, "the killed server to go")
+    again = artoo(env, "demo", "--json")
+    assert again.returncode == 0, again.stderr[-2000:]
+    fresh = live_record(tmp_path / "home")["pid"]
+    assert fresh != killed and alive(fresh)
+    stopped = artoo(env, "stop")
+    assert stopped.returncode == 0 and f"pid {fresh}" in stopped.stdout
+    wait_until(lambda: not alive(fresh), 30, "artoo stop to end the server")
+    assert "no artoo server is running" in artoo(env, "stop").stdout
+
+
+def test_eight_runs_at_once_on_one_home_all_finish_with_a_dream_pass_among_them(tmp_path: Path):
+    runs = 8
+    brain = hello_brain(runs)
+    env = home_env(tmp_path, linger_s=30, OPENAI_BASE_URL=brain.base_url, OPENAI_MODEL="scripted",
+                   OPENAI_API_KEY="test-key")
+    try:
+        started = [subprocess.Popen([sys.executable, "-c", CLI, "run", "--json", f"say hello #{i}"], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(runs)]
+        dream = artoo(env, "dream")  # the Dreamer, while the runs write
+        results = [(p.wait(timeout=600), p.stdout.read(), p.stderr.read()) for p in started]
+    finally:
+        brain.stop()
+    assert dream.returncode == 0, dream.stderr[-2000:]
+    for code, out, err in results:
+        assert code == 0, err[-2000:]
+        assert json.loads(out)["directive"] == "accept"
+    record = live_record(tmp_path / "home")
+    assert record is not None and record["kind"] == "embedded"  # one server served all eight
+    with MemoryStore(tmp_path / "home") as store:
+        store.ingest()
+    con = duckdb.connect(str(tmp_path / "home" / "memory" / "memory.duckdb"), read_only=True)
+    try:
+        total, distinct = con.execute("SELECT count(*), count(DISTINCT id) FROM megrams").fetchone()
+    finally:
+        con.close()
+    assert total == distinct == runs  # one terminal Megram per accepted run, each stored once
+    artoo(env, "stop")
