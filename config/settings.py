@@ -131,14 +131,11 @@ class Settings(BaseSettings):
     ggs: GGSParams = Field(default_factory=GGSParams, description="GGS loss hyperparameters.")
     memory: MemoryParams = Field(default_factory=MemoryParams, description="MKCT memory thresholds.")
     tools: ToolParams = Field(default_factory=ToolParams, description="Executor tool limits.")
-<<<<<<< HEAD
     ablation: AblationParams = Field(default_factory=AblationParams,
                                      description="Ablation switches for measuring the correction loop.")
-=======
     server: ServerParams = Field(default_factory=ServerParams, description="artoo's own Prefect server.")
     decisions: DecisionLogParams = Field(default_factory=DecisionLogParams,
                                          description="Decision log retention and size bounds.")
->>>>>>> main
     llm_timeout_s: float = Field(60.0, description="Per-request LLM timeout in seconds.")
     llm_max_retries: int = Field(1, description="Transport-level retries of one LLM request (openai client).")
     law1_mode: Literal["auto", "console", "pause", "deny", "policy"] = Field(

@@ -93,13 +93,9 @@ def make_gate(settings: Settings, mode: str, decisions: list[str], waits: list[f
             waits.append(waited)
         verdict = "approved" if approved else "denied"
         decisions.append(f"{verdict}: {action.command}")
-<<<<<<< HEAD
-        logger.warning("[LAW1] %s by %s: %s (targets: %s)", verdict, "user" if approved and mode != "policy" else mode,
-                       action.command, ", ".join(action.targets))
-=======
-        logger.warning("[LAW1] %s by %s after %.1f s: %s (targets: %s)", verdict, "user" if approved else mode,
+        who = "user" if approved and mode != "policy" else mode
+        logger.warning("[LAW1] %s by %s after %.1f s: %s (targets: %s)", verdict, who,
                        waited, action.command, ", ".join(action.targets))
->>>>>>> main
         return approved
 
     return gate
@@ -117,15 +113,10 @@ async def _ask(mode: str, action, settings: Settings, top_run_id: str | None = N
             approved = bool(getattr(answer, "approve", False))
         except Exception as exc:  # timeout or a pause the server refused: that is not an approval
             get_run_logger().warning("[LAW1] no approval (%s)", exc)
-<<<<<<< HEAD
-            return False
-        return bool(getattr(answer, "approve", False))
-    if mode == "policy":
-        return await ask_policy(settings.law1_policy, action)
-=======
         await _answered(announced, action, "approved" if approved else "denied")
         return approved
->>>>>>> main
+    if mode == "policy":
+        return await ask_policy(settings.law1_policy, action)
     if mode == "console":
         changes = "".join(f"\n    {line}" for line in action.changes)
         made = f"\n  it made exactly these changes on a copy-on-write view:{changes}" if changes else ""
@@ -136,7 +127,6 @@ async def _ask(mode: str, action, settings: Settings, top_run_id: str | None = N
     return False
 
 
-<<<<<<< HEAD
 async def ask_policy(name: str | None, action) -> bool:
     """The configured policy's answer (``module:callable``, sync or async); a policy that fails approves nothing."""
     import importlib
@@ -150,7 +140,8 @@ async def ask_policy(name: str | None, action) -> bool:
     except Exception as exc:  # a missing or broken policy is not an approval
         get_run_logger().warning("[LAW1] policy %r gave no answer (%s): denied", name, exc)
         return False
-=======
+
+
 async def _announce(action, top_run_id: str | None) -> tuple[UUID, str] | None:
     """Log a link to the waiting form on the top-level run and put a 'waiting' artifact there."""
     ctx = FlowRunContext.get()
@@ -187,7 +178,6 @@ async def _answered(announced: tuple[UUID, str] | None, action, answer: str) -> 
                 data=waiting_markdown(action, announced[1], answer), description=f"Law-1 question {answer}"))
     except Exception as exc:
         get_run_logger().warning("[LAW1] could not update the waiting note: %s", exc)
->>>>>>> main
 
 
 def _console_input(prompt: str) -> str:

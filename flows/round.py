@@ -47,13 +47,8 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     """Plan and run one round; return R4b's verdict for the GGS (``evidence``: the last round's calls)."""
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
-<<<<<<< HEAD
-    shown = blocked_targets if rt.settings.ablation.planner_sees_blocked_targets else []  # debug switch
-    calibration = _calibrate(rt, spec, blocked_tools, shown)
-=======
     calibration = _calibrate(rt, spec, blocked_tools, blocked_targets)
     rt.served_sops = [*calibration.sops, *calibration.tool_sops] if calibration is not None else []
->>>>>>> main
     must_not_tools = set(blocked_tools) | set(getattr(calibration, "must_not_tools", set()))
     must_not_targets = set(blocked_targets) | set(getattr(calibration, "must_not_targets", set()))
     pairs = sorted(getattr(calibration, "must_not_pairs", set()))  # memory: that tool on that target only
@@ -116,16 +111,12 @@ async def _plan(runtime_id: str, spec: TaskSpec, block: str, directive: PlanDire
     problems: list[str] | None = None
     shown_directive, shown_targets = directive, must_not_targets
     if not get_runtime(runtime_id).settings.ablation.planner_sees_blocked_targets:  # debug: hide one channel
-        shown_targets = set()
+        shown_targets = set()  # still enforced below and by the toolbox; only the prompt loses them
         shown_directive = directive.model_copy(update={"blocked_targets": []}) if directive else None
+        block = "\n".join(line for line in block.splitlines() if not any(t in line for t in must_not_targets))
     for suffix in ("", " · re-ask"):
-<<<<<<< HEAD
         plan = await plan_task(runtime_id, spec, block, shown_directive, must_not_tools, shown_targets,
-                               prior_summary, problems, suffix=suffix)
-=======
-        plan = await plan_task(runtime_id, spec, block, directive, must_not_tools, must_not_targets,
                                prior_summary, problems, suffix=suffix, evidence=evidence)
->>>>>>> main
         size_limit = None if suffix else plan_rules.MAX_SUBTASKS
         problems = plan_rules.validate_plan(plan, must_not_tools, must_not_targets, max_subtasks=size_limit,
                                             workspace=get_runtime(runtime_id).workspace, must_not_pairs=pairs)

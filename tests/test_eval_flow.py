@@ -27,8 +27,8 @@ def test_the_ci_command_runs_both_strategies_and_reports_every_field(prefect_api
     document = json.loads(stdout.strip().splitlines()[-1])
     assert set(document["totals"]) == {"ggs", "retry"} and document["suite"] == FS3.name
     for strategy, rows in document["tasks"].items():
-        assert len(rows) == 10 and all(TASK_FIELDS <= set(row) for row in rows)
-        assert TOTAL_FIELDS <= set(document["totals"][strategy])
+        assert len(rows) == 10 and all(set(row) >= TASK_FIELDS for row in rows)
+        assert set(document["totals"][strategy]) >= TOTAL_FIELDS
         assert document["totals"][strategy]["solved"] == sum(r["solved"] for r in rows)
         assert all(r["llm_calls"] >= 4 and r["rounds"] >= 1 for r in rows)  # the real flow ran each task
     assert document["totals"]["ggs"]["solved"] >= 5
@@ -59,8 +59,7 @@ def _wrong_path_suite(root: Path) -> Path:
     folder = root / "suite"
     folder.mkdir()
     (folder / "queries.json").write_text(json.dumps([
-        {"query": "show the content of /data/keep.txt", "gold": "cat /data/keep.txt"},
-        {"query": "list the folder /data/sub", "gold": "ls /data/sub"}]))
+        {"query": "show the content of /data/keep.txt", "gold": "cat /data/keep.txt"}]))
     (folder / "setup.sh").write_text(SETUP)
     return folder
 
@@ -77,6 +76,6 @@ def test_hiding_blocked_targets_from_the_planner_lowers_the_simulated_score(pref
                                                                            monkeypatch: pytest.MonkeyPatch):
     suite = _wrong_path_suite(artoo_env)
     full = _solved(suite, ("ggs", "retry"))
-    assert full == {"ggs": 2, "retry": 0}  # the directive's blocked target cures the wrong path; blind retry cannot
+    assert full == {"ggs": 1, "retry": 0}  # the directive's blocked target cures the wrong path; blind retry cannot
     monkeypatch.setenv("ARTOO_ABLATION__PLANNER_SEES_BLOCKED_TARGETS", "false")
-    assert _solved(suite, ("ggs",)) == {"ggs": 0}
+    assert _solved(suite, ("ggs",)) == {"ggs": 0}  # nor memory lines naming them: nothing else cures it

@@ -113,6 +113,9 @@ class SimulatedBrain:
             return {"answer": agent_verdict(text)}
         if name == "TaskVerdict":
             return {"answer": task_verdict(text)}
+        if name == "FailureReport":
+            return {"answer": {"achieved": "nothing the request asked for", "blocked_by": "the command kept failing",
+                               "try_next": ["check the path and the options of the command"]}}
         if name == "Consolidation":
             return {"answer": {"kind": "constraint", "content": "Keep to the paths the request names."}}
         return {"status": 500, "error": f"the simulated model has no answer for schema {name!r}"}
