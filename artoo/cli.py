@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from artoo.cli_chat import chat as chat_command
 from artoo.cli_eval import eval_app
 from artoo.cli_memory import dream as dream_command
 from artoo.cli_memory import memory_app
@@ -257,6 +258,7 @@ def _start_server(root: Path, port: int):
 
 app.command("dream")(dream_command)
 app.command("log")(log_command)
+app.command("chat")(chat_command)
 app.command("replay")(replay_command)
 
 

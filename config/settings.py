@@ -72,6 +72,9 @@ class ToolParams(BaseModel):
     overlay: Literal["auto", "off"] = Field(
         "auto", description="Law 1 by effect: run each shell command on a copy-on-write view of the workspace and "
         "ask only about the changes it made (auto, when overlayfs works here), or judge the command text (off).")
+    overlay_home: bool = Field(
+        False, description="Shell commands may also write in your home, on a copy-on-write view: every change "
+        "there is a Law-1 question (off: your home is read-only to them).")
     shell_cpu_s: int = Field(120, description="CPU seconds one shell command may use.")
     shell_memory_mb: int = Field(4096, description="Data memory one shell command may use (MB).")
     shell_file_mb: int = Field(1024, description="Largest file one shell command may write (MB).")

@@ -42,10 +42,10 @@ def describe(action) -> str:
     """Markdown shown above the resume form."""
     targets = ", ".join(f"`{t}`" for t in action.targets) or "(see command)"
     if action.changes:
-        listed = "\n".join(f"- `{line}`" for line in action.changes)
+        listed = "\n".join(action.changes)
         return (f"### artoo asks for confirmation (Law 1)\n\nThe **{action.tool}** command\n\n```\n"
                 f"{action.command}\n```\n\nran on a copy-on-write view of the workspace and made exactly these "
-                f"changes:\n\n{listed}\n\n**Why it needs you:** {action.reason}\n\nTick *approve* to make "
+                f"changes:\n\n```\n{listed}\n```\n\n**Why it needs you:** {action.reason}\n\nTick *approve* to make "
                 "exactly these changes real; leave it unticked (or let it time out) to discard them: then "
                 "nothing happened.")
     return (f"### artoo asks for confirmation (Law 1)\n\nThe **{action.tool}** tool wants to run an "
@@ -58,8 +58,8 @@ def waiting_markdown(action, url: str, answer: str | None = None) -> str:
     """The top-level run's artifact: it waits (or was answered), with the link and the change list."""
     head = (f"## ⏸ artoo is waiting for your answer (Law 1)\n\n**[Answer the question here]({url})**"
             if answer is None else f"## Law-1 question answered: **{answer}**\n\n[The question]({url})")
-    listed = "\n".join(f"- `{line}`" for line in action.changes) or f"- `{action.command}`"
-    return f"{head}\n\n```\n{action.command}\n```\n\n{listed}\n\n{action.reason}"
+    listed = "\n".join(action.changes) or "(the command has not run: judged by its text)"
+    return f"{head}\n\n```\n{action.command}\n```\n\nChanges:\n\n```\n{listed}\n```\n\n{action.reason}"
 
 
 def resolve_mode(settings: Settings) -> str:
@@ -149,8 +149,8 @@ async def _announce(action, top_run_id: str | None) -> tuple[UUID, str] | None:
         return None
     url = url_for("flow-run", obj_id=ctx.flow_run.id) or f"flow run {ctx.flow_run.id}"
     top = UUID(str(top_run_id)) if top_run_id else ctx.flow_run.id
-    flow_run_logger(flow_run_id=top).warning("[LAW1] waiting for your answer: `%s` (%d changes). Answer it here: "
-                                             "%s", action.command, len(action.changes), url)
+    flow_run_logger(flow_run_id=top).warning("[LAW1] waiting for your answer: `%s` (%d change(s)). Answer it "
+                                             "here: %s", action.command, len(action.changes), url)
     try:
         from prefect.client.orchestration import get_client
         from prefect.client.schemas.actions import ArtifactCreate

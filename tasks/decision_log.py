@@ -34,6 +34,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from artoo.config.errors import ConfigurationError
 from artoo.config.settings import DecisionLogParams, Settings
 from artoo.tasks.redact import Redactor
 
@@ -205,6 +206,16 @@ def find_run(home: Path, key: str | None = None) -> Path | None:
         return root / entries[-1]["file"]
     matches = [e for e in entries if e.get("task_id") == key or str(e.get("run_id", "")).startswith(key)]
     return root / matches[-1]["file"] if matches else None
+
+
+def load_run(home: Path, key: str | None = None) -> tuple[Path, list[dict[str, Any]]]:
+    """The file and records of a task or run (the latest when ``key`` is None); ConfigurationError if none."""
+    path = find_run(home, key)
+    if path is None:
+        what = f"task or run {key!r}" if key else "any run"
+        raise ConfigurationError(f"no decision log for {what} under {decisions_dir(home)} "
+                                 "(runs are recorded from this release on; retention may have removed old ones)")
+    return path, read_records(path)
 
 
 # ---- bounds and retention ----------------------------------------------------------------------

@@ -35,9 +35,9 @@ def megram(space: str, entity: str, state: str, f: float, sigma: float, content:
                   content=content or f"{state}: {space} on {entity}", state=state, f=f, sigma=sigma, k=k)
 
 
-def hello_story(scripted):
+def hello_story(scripted, task_id: str = "say_hello", intent: str = "say hello"):
     return scripted(scenario(
-        TaskSpec=[spec("say_hello", "say hello")],
+        TaskSpec=[spec(task_id, intent)],
         Plan=[plan([subtask("print hello", ["the output contains hello"])], ["hello was printed"])],
         tools=[call("shell", command="echo hello"), done("hello")],
         AgentVerdict=[agent(verdict("the output contains hello", True, evidence="shell printed hello"))],
@@ -140,3 +140,24 @@ def test_a_rule_the_failed_round_went_against_gets_negative_feedback(scripted, a
     assert all(m.sigma < 0 for found in feedback.values() for m in found)
     assert rules["intent"].id in feedback["intent"][0].content and "break_symmetry" in feedback["intent"][0].content
     assert "shell on" in feedback["shell"][0].content and "app.log failed" in feedback["shell"][0].content
+
+
+def test_what_one_task_tried_is_quoted_to_the_next(scripted, artoo_env: Path, monkeypatch: pytest.MonkeyPatch):
+    """Writer to reader: a task that greps a missing log is abandoned (no replans allowed); the GGS's intent
+    Megram says what it tried, and the next task like it is told not to repeat exactly that call."""
+    monkeypatch.setenv("ARTOO_GGS__MAX_REPLANS", "0")
+    c = "the error count is printed"
+    scripted(scenario(
+        TaskSpec=[spec("count_errors", "count the errors in the app log")],
+        Plan=[plan([subtask("grep the log", [c], tools=["shell"])], ["the count was printed"])],
+        tools=[call("shell", command="grep -c ERROR app.log"), done("no log", status="failed")],
+        AgentVerdict=[agent(verdict(c, False, "logical"))],
+    ))
+    code, final = run_json("count the errors in the app log")
+    assert (code, final["directive"]) == (1, "abandon")
+    server = hello_story(scripted, "count_again", "count the errors again")  # same first three words
+    code, final = run_json("count the errors again")
+    assert (code, final["directive"]) == (0, "accept")
+    prompt = planner_prompt(server)
+    assert "repeat the approach that failed before for tasks like 'count the errors again'" in prompt
+    assert "tried r1 shell: grep -c ERROR app.log" in prompt and "the replan budget is spent" in prompt

@@ -168,3 +168,34 @@ def test_the_socket_filter_is_nine_instructions(machine: str) -> None:
 
 def test_unknown_architecture_gets_no_filter() -> None:
     assert unix_socket_filter("sparc64") is None
+
+
+@pytest.mark.parametrize(("command", "network", "asked"), [
+    ("curl -s -d x=1 http://127.0.0.1:9/ || true", True, True),  # data off the machine: no overlay sees it
+    ("mysql -h 127.0.0.1 -e 'DROP DATABASE x' || true", True, True),  # a daemon's change: no overlay sees it
+    ("curl -s -d x=1 http://127.0.0.1:9/ || true", False, False),  # no network: it can only fail
+    ("echo hi > new.txt", True, False),
+])
+def test_with_the_network_on_the_text_judge_still_asks_what_no_overlay_sees(
+        tmp_path: Path, ws: Path, command: str, network: bool, asked: bool) -> None:
+    gate = Gate(False)
+    result = run(make_box(tmp_path, ws, gate, network=network).call("shell", {"command": command}))
+    assert bool(gate.asked) is asked
+    assert result.output.startswith("[LAW1] denied") is asked
+
+
+@pytest.mark.parametrize("approve", [False, True])
+def test_home_on_an_overlay_every_change_there_is_asked(tmp_path: Path, ws: Path, monkeypatch, approve: bool) -> None:
+    from artoo.config.settings import load_settings
+    from artoo.tasks.tools import ToolBox
+
+    home = tmp_path / "userhome"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    settings = load_settings(home=str(tmp_path / "artoo_home"), workspace=str(ws), tools={"overlay_home": True})
+    gate = Gate(approve)
+    result = run(ToolBox(settings, ws, gate).call("shell", {"command": "echo x > ~/note.txt && echo y > fresh.txt"}))
+    assert gate.asked[0].targets == [f"{os.path.realpath(home)}/note.txt"]  # the new workspace file asks nothing
+    assert "outside the workspace" in gate.asked[0].reason
+    assert result.ok is approve
+    assert (home / "note.txt").exists() is approve and (ws / "fresh.txt").exists() is approve

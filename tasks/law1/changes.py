@@ -74,7 +74,7 @@ def rule(changes: list[Change], created: set[str], workspace: str) -> Ruling:
             ruling.quiet.append(change)
         else:
             ruling.ask.append(change)
-            ruling.reasons.append(f"{change.line()}: {why}")
+            ruling.reasons.append(f"{change.path} {why}")
     return ruling
 
 

@@ -228,13 +228,18 @@ class ToolBox:
         elif self.sandbox_mode == "off" or await asyncio.to_thread(sandbox.find_bwrap) is None:
             problem = f"bubblewrap is not in use ({sandbox.bwrap_problem() or 'turned off'})"
         else:
-            problem = await asyncio.to_thread(overlay.overlay_problem) or overlay.unsafe_root([self.workspace])
+            problem = await asyncio.to_thread(overlay.overlay_problem) or overlay.unsafe_root(self._writable())
         if not self._law1_described:
             self._law1_described = True
             _log(logging.INFO if problem is None else logging.WARNING,
                  "Law 1 judges shell commands by effect: each runs on a copy-on-write view of the workspace"
                  if problem is None else f"Law 1 falls back to the text judge for shell commands: {problem}")
         return problem is None
+
+    def _writable(self) -> list[Path]:
+        """The writable areas, each on an overlay: the workspace, plus your home when configured."""
+        home = [Path.home()] if getattr(self.settings.tools, "overlay_home", False) else []
+        return [self.workspace, *home]
 
     def _hidden(self) -> tuple[Path, ...]:
         """What tool commands must not see: artoo's home (memory, audit log, settings, history)."""
@@ -262,9 +267,10 @@ class ToolBox:
         limit = max(self.settings.tools.head_tail_limit - len(prefix) - 40, 200)
         box = await self._sandbox()
         fd = doors.filter_fd() if box.bwrap is not None else None
-        view = overlay.open_view([self.workspace]) if box.bwrap is not None and await self._by_effect() else None
+        view = overlay.open_view(self._writable()) if box.bwrap is not None and await self._by_effect() else None
+        extra = tuple(layer.root for layer in view.layers) if view is not None else ()
         try:
-            argv = shell.build_shell_argv(command, dataclasses.replace(box, seccomp_fd=fd))
+            argv = shell.build_shell_argv(command, dataclasses.replace(box, seccomp_fd=fd, writable=extra))
             argv = overlay.mount_argv(view, argv) if view is not None else argv
             env = sandbox.scrubbed_env(os.environ)
             done = await shell.run_capped(argv, self.workspace, timeout, limit, env=env,
@@ -293,12 +299,12 @@ class ToolBox:
 
     async def _settle(self, command: str, view: overlay.View, output: str) -> str:
         """Rule on the command's change set: commit it quietly, after an approval, or discard it."""
-        layer = view.layers[0]
-        found = await asyncio.to_thread(changeset.compute, layer.upper, layer.root)
+        found = [c for layer in view.layers
+                 for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root)]
         if not found:
             return ""
         self.last_change_set = [c.model_dump(mode="json") for c in found]
-        ruling = law1_changes.rule(found, self.created, str(layer.root))
+        ruling = law1_changes.rule(found, self.created, os.path.realpath(self.workspace))
         if ruling.ask:
             action = PendingAction(tool="shell", command=command, targets=[c.path for c in ruling.ask],
                                    reason="; ".join(ruling.reasons), changes=[c.line() for c in found])
@@ -310,7 +316,8 @@ class ToolBox:
                                     exc.failure_class)
                 refusal.denied = True
                 raise refusal from None
-        await asyncio.to_thread(changeset.commit, layer.upper, layer.root)
+        for layer in view.layers:
+            await asyncio.to_thread(changeset.commit, layer.upper, layer.root)
         self._own(found)
         return f"\n[changes committed]\n{law1_changes.summary(found)}"
 
@@ -341,8 +348,12 @@ def _log(level: int, message: str) -> None:
 
 
 def _unobservable(verdict: PolicyVerdict) -> bool:
-    """Whether the text judge found what no overlay sees: data sent off the machine."""
-    return re.search(r"(^|; )network\b", verdict.reason) is not None
+    """Whether the text judge found what no overlay sees: data sent off the machine, or a daemon's changes.
+
+    Only asked with the network on: without it no daemon is reachable (no Unix sockets, no
+    network namespace) and nothing leaves the machine, so the command can only fail.
+    """
+    return re.search(r"(^|; )(network|daemon)\b", verdict.reason) is not None or "daemon" in verdict.reason
 def _plain(value: object) -> object:
     """A change set as JSON data (a pydantic model is dumped; None stays None)."""
     dump = getattr(value, "model_dump", None)

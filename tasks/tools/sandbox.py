@@ -76,6 +76,8 @@ class Sandbox:
     """Directories the command must not see (artoo's home): empty tmpfs over each."""
     seccomp_fd: int | None = None
     """An fd holding the seccomp program that refuses Unix sockets (doors.py), or None."""
+    writable: tuple[Path, ...] = ()
+    """More writable directories (your home, when ``tools.overlay_home``: always on an overlay)."""
 
 
 CPU_GRACE_S = 5
@@ -107,11 +109,12 @@ def limited_argv(argv: list[str], limits: Limits, hard: Mapping[int, int] | None
 
 
 def bwrap_argv(bwrap: str, workspace: Path, network: bool, hidden: tuple[Path, ...] = (),
-               seccomp_fd: int | None = None) -> list[str]:
+               seccomp_fd: int | None = None, writable: tuple[Path, ...] = ()) -> list[str]:
     """The bubblewrap prefix: read-only root, writable workspace, private /tmp, no /run, no network unless asked."""
     real = os.path.realpath(workspace)
     before, after = doors.mask_args(list(hidden), workspace)
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *before,
+    extra = [arg for path in writable for arg in ("--bind", os.path.realpath(path), os.path.realpath(path))]
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *extra, *before,
             "--bind", real, real, *after, "--unshare-all"]
     if network:
         argv.append("--share-net")
@@ -126,7 +129,7 @@ def wrap(argv: list[str], box: Sandbox, hard: Mapping[int, int] | None = None) -
     limited = limited_argv(argv, box.limits, hard)
     if box.bwrap is None:
         return limited
-    return [*bwrap_argv(box.bwrap, box.workspace, box.network, box.hidden, box.seccomp_fd), *limited]
+    return [*bwrap_argv(box.bwrap, box.workspace, box.network, box.hidden, box.seccomp_fd, box.writable), *limited]
 
 
 def killed_by(returncode: int | None) -> int | None:
@@ -159,7 +162,8 @@ def describe(box: Sandbox, timeout_s: float) -> str:
               f"{lim.open_files} open files, secrets removed from the environment")
     if box.bwrap is not None:
         net = "network on (the subtask needs the web)" if box.network else "no network"
-        sockets = "no Unix sockets" if box.seccomp_fd is not None else "no /run (socket filter unavailable here)"
+        sockets = ("no Unix sockets" if doors.unix_socket_filter() is not None
+                   else "no /run (no Unix-socket filter for this architecture)")
         return (f"shell sandbox: bubblewrap ({box.bwrap}): read-only root, writable {box.workspace} only, "
                 f"private /tmp, {sockets}, artoo's home hidden, {net}; {bounds}")
     return (f"shell sandbox: bubblewrap is NOT in use ({bwrap_problem() or 'turned off'}); commands run "
