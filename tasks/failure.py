@@ -10,8 +10,11 @@ wrong approach).  So every part asks the same questions here:
 * which of a subtask's calls a failure belongs to — ``attributed_calls``: the calls that
   failed for environmental reasons, never the ones that worked, never a Law-1 denial;
 * how a subtask ended — ``outcome_kind``: matched, failed, skipped or denied;
-* which targets a plan names — ``text_targets``: path-like tokens, normalised the same way,
-  so plans are matched against blocked targets exactly, never by substring.
+* which tools a logical failure blames — ``blamed_tools``: the failing subtasks' tools, never
+  one a subtask of the same round matched with;
+* which targets a plan would use — ``text_targets``: path-like tokens, normalised the same way,
+  so plans are matched against blocked targets exactly, never by substring (a path named
+  only to rule it out, "not at X", is not used).
 
 Everything here is pure: no I/O, no clock.
 """
@@ -100,12 +103,49 @@ def call_targets(tool: str, value: str, workspace: str | Path) -> list[str]:
     return [value]  # search and locate: the query itself
 
 
+_RULES_OUT_NEXT = frozenset({"not", "never", "avoid", "avoiding", "without", "except", "excluding", "instead",
+                             "rather", "don't"})
+"""Words that say the path after them is not used: "not at X", "instead of X", "avoid X"."""
+_RULES_OUT_PREVIOUS = frozenset({"not", "missing", "nonexistent", "blocked", "doesn't", "isn't", "wasn't"})
+"""Words that say the path before them is not used: "X does not exist", "X is missing"."""
+_CLAUSE_END = (",", ";", ":", ".", "!", "?", ")")
+_NEAR = 3
+
+
+def _word(raw: str) -> str:
+    return raw.strip(_STRIP + ".").casefold()
+
+
+def _ruled_out(words: list[str], i: int) -> bool:
+    """True when a ruling-out word stands within ``_NEAR`` words of ``words[i]``, in the same clause."""
+    for j in range(i - 1, max(i - _NEAR, 0) - 1, -1):  # before it, back to the clause's start
+        if words[j].endswith(_CLAUSE_END):
+            break
+        if _word(words[j]) in _RULES_OUT_NEXT:
+            return True
+    if words[i].endswith(_CLAUSE_END):
+        return False
+    for j in range(i + 1, min(i + 1 + _NEAR, len(words))):  # after it, up to the clause's end
+        if _word(words[j]) in _RULES_OUT_PREVIOUS:
+            return True
+        if words[j].endswith(_CLAUSE_END):
+            break
+    return False
+
+
 def text_targets(text: str, workspace: str | Path) -> set[str]:
-    """The normalised paths a piece of plan text names (path-like tokens only)."""
+    """The normalised paths a piece of plan text would use (path-like tokens only).
+
+    A path the text names only to rule it out — "the log is not at /srv/logz/app.log", "X is
+    missing", "instead of X" — is not used: models say so when told a target is blocked, and
+    re-asking them for it wastes the round.  (The toolbox still refuses a blocked target at
+    call time, so a wrongly spared mention can never reach a tool.)
+    """
+    words = text.split()
     found = set()
-    for raw in text.split():
+    for i, raw in enumerate(words):
         token = raw.lstrip(_STRIP).rstrip(_STRIP + ".")
-        if looks_like_path(token):
+        if looks_like_path(token) and not _ruled_out(words, i):
             found.add(normalise(token, workspace))
     return found
 
@@ -179,6 +219,30 @@ def attributed_targets(outcomes: Iterable[SubTaskOutcome]) -> list[tuple[str, st
             for target in blamed_targets(call):
                 pairs.setdefault(target, call.tool)
     return list(pairs.items())
+
+
+def outcome_tools(outcome: SubTaskOutcome) -> list[str]:
+    """The tools a subtask called, first call first (its structured calls, else its evidence lines)."""
+    if outcome.calls:
+        return list(dict.fromkeys(c.tool for c in outcome.calls))
+    names = (entry.partition(":")[0].strip() for entry in outcome.tool_calls)
+    return list(dict.fromkeys(name for name in names if name))
+
+
+def blamed_tools(outcomes: Iterable[SubTaskOutcome], logical_only: bool = False) -> list[str]:
+    """The tools a logical failure blocks: those of the failing subtasks, minus any a subtask matched with.
+
+    ``logical_only`` narrows to the logically failing subtasks when there are any
+    (change_approach).  A tool that just did its job for another subtask of the same round
+    (read_file reading the user's data.csv) is not the wrong approach: blocking it would
+    take the working step away from the next plan too.
+    """
+    outcomes = list(outcomes)
+    failed = [o for o in outcomes if outcome_kind(o) == "failed"]
+    if logical_only:
+        failed = [o for o in failed if _dominant_class(o) == "logical"] or failed
+    worked = {tool for o in outcomes if outcome_kind(o) == "matched" for tool in outcome_tools(o)}
+    return [tool for tool in dict.fromkeys(t for o in failed for t in outcome_tools(o)) if tool not in worked]
 
 
 def refusals(outcomes: Iterable[SubTaskOutcome]) -> list[str]:

@@ -11,6 +11,7 @@ from artoo.config.contracts import CriterionVerdict, ReplanRequest, SubTaskOutco
 from artoo.config.settings import GGSParams
 from artoo.tasks.failure import (
     attributed_targets,
+    blamed_tools,
     call_targets,
     command_paths,
     outcome_counts,
@@ -60,6 +61,15 @@ def test_call_targets(tool, value, targets):
     ("Search the log for errors", set()),
     ("write it to /srv/reports/summary.md (the team folder)", {"/srv/reports/summary.md"}),
     ("see https://example.com/a.html", set()),
+    # a path named only to rule it out is not used (models say so once a target is blocked)
+    ("The log is not at /srv/logz/app.log (that path does not exist); count logs/app.log.", {"/ws/logs/app.log"}),
+    ("count logs/app.log instead of /srv/logz/app.log", {"/ws/logs/app.log"}),
+    ("/srv/logz/app.log is missing, so read logs/app.log", {"/ws/logs/app.log"}),
+    ("do not write to /etc/motd; write out/motd.txt", {"/ws/out/motd.txt"}),
+    # ... but a ruling-out word in another clause, or far away, does not spare a path
+    ("if it does not exist, create out/report.md", {"/ws/out/report.md"}),
+    ("write /ws/a.md, not the draft", {"/ws/a.md"}),
+    ("never mind the old plan and just read the file /srv/logz/app.log", {"/srv/logz/app.log"}),
 ])
 def test_text_targets(text, expected):
     assert text_targets(text, WS) == expected
@@ -106,6 +116,29 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
 ])
 def test_attributed_targets(outcomes, blocked):
     assert attributed_targets(outcomes) == blocked
+
+
+HEAD_OK = call("shell", "head -2 data.csv", output="id,v")
+GLOB_OK = call("glob", "*.csv", output="data.csv")
+
+
+@pytest.mark.parametrize(("outcomes", "logical_only", "tools"), [
+    # a claim without evidence: the failing step's tools
+    ([outcome(cls="logical", calls=[HEAD_OK]), outcome("matched", calls=[READ_OK])], False, ["shell"]),
+    # the failing step read the same file the matched step read: read_file did its job, only glob is blamed
+    ([outcome(cls="logical", calls=[GLOB_OK, READ_OK]), outcome("matched", calls=[READ_OK])], False, ["glob"]),
+    # every tool the failing step used also worked for a matched step: nothing to block
+    ([outcome(cls="logical", calls=[READ_OK]), outcome("matched", calls=[READ_OK])], False, []),
+    # change_approach: the logical failure's tools, not the environmental one's
+    ([outcome(cls="logical", calls=[GLOB_OK]), outcome(calls=[GREP_EXIT_2], what="e")], True, ["glob"]),
+    ([outcome(cls="logical", calls=[GLOB_OK]), outcome(calls=[GREP_EXIT_2], what="e")], False, ["glob", "shell"]),
+    # skipped and denied subtasks ran nothing to blame; legacy evidence lines name their tools
+    ([outcome("skipped"), outcome("denied", calls=[LAW1_NO])], False, []),
+    ([outcome(cls="logical", legacy=["shell: ls → a", "glob: *.md → none", "shell: wc → 0"])], False,
+     ["shell", "glob"]),
+])
+def test_blamed_tools_spare_the_tools_that_matched(outcomes, logical_only, tools):
+    assert blamed_tools(outcomes, logical_only) == tools
 
 
 def test_refusals_say_what_was_refused_and_why():

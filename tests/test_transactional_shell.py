@@ -199,3 +199,35 @@ def test_home_on_an_overlay_every_change_there_is_asked(tmp_path: Path, ws: Path
     assert "outside the workspace" in gate.asked[0].reason
     assert result.ok is approve
     assert (home / "note.txt").exists() is approve and (ws / "fresh.txt").exists() is approve
+
+
+@pytest.mark.parametrize(("tools", "says"), [
+    ({"overlay": "off"}, "Law 1 falls back to the text judge for shell commands: the overlay is turned off"),
+    ({"overlay": "auto"}, "Law 1 judges shell commands by effect"),
+])
+def test_the_run_log_says_how_law1_judges(tmp_path: Path, ws: Path, caplog, tools: dict, says: str) -> None:
+    import logging
+
+    from artoo.config.settings import load_settings
+    from artoo.tasks.tools import ToolBox
+
+    settings = load_settings(home=str(tmp_path / "artoo_home"), workspace=str(ws), tools=tools)
+    gate = Gate(False)
+    with caplog.at_level(logging.INFO, logger="artoo.tools"):
+        result = run(ToolBox(settings, ws, gate).call("shell", {"command": "bash -c 'rm keep.txt'"}))
+    lines = [r.getMessage() for r in caplog.records if "Law 1" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].startswith(says)
+    assert not result.ok and (ws / "keep.txt").exists() and len(gate.asked) == 1  # asked either way
+
+
+def test_an_approval_commits_nothing_when_the_files_changed_while_it_waited(tmp_path: Path, ws: Path) -> None:
+    """Parallel steps share the workspace: what was approved must still be what would happen."""
+    class MeddlingGate(Gate):
+        async def __call__(self, action):
+            (ws / "keep.txt").write_text("changed meanwhile, by another step")
+            return await super().__call__(action)
+
+    gate = MeddlingGate(True)
+    result = run(make_box(tmp_path, ws, gate).call("shell", {"command": "rm keep.txt"}))
+    assert len(gate.asked) == 1 and not result.ok and "[LAW1] not committed" in result.output
+    assert (ws / "keep.txt").read_text() == "changed meanwhile, by another step"

@@ -30,7 +30,7 @@ from artoo.config.contracts import (
 )
 from artoo.config.settings import GGSParams, load_settings
 from artoo.memory.tags import ENV_LOCAL, episode_content, intent_space, path_entity, tool_space
-from artoo.tasks.failure import attributed_targets, outcome_counts, outcome_kind, refusals
+from artoo.tasks.failure import attributed_targets, blamed_tools, outcome_counts, refusals
 from artoo.tasks.ggs.maths import (
     ACTION_STATES,
     LOGICAL_STATES,
@@ -42,9 +42,7 @@ from artoo.tasks.ggs.maths import (
     implausibility,
     loss,
     macro_state,
-    outcome_class,
     resource_cost,
-    tool_calls_of,
     urgency,
 )
 
@@ -188,13 +186,11 @@ class GGSController:
             self._targets.setdefault(target, tool)
 
     def _blocked_tools(self, state: str, outcomes: list[SubTaskOutcome]) -> list[str]:
-        """break_symmetry blocks every tool of the failing subtasks; change_approach the logical ones'."""
+        """break_symmetry blocks the failing subtasks' tools; change_approach the logical ones' (never a
+        tool a subtask of the round matched with: artoo.tasks.failure.blamed_tools)."""
         if state not in LOGICAL_STATES:
             return []
-        failed = [o for o in outcomes if outcome_kind(o) == "failed"]
-        if state == "change_approach":
-            failed = [o for o in failed if outcome_class(o) == "logical"] or failed
-        return list(dict.fromkeys(name for name, _ in tool_calls_of(failed)))
+        return blamed_tools(outcomes, logical_only=state == "change_approach")
 
     def _most_persistent(self, failing: list[tuple[str, int]]) -> str:
         if not failing:
