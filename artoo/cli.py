@@ -169,6 +169,11 @@ def server(
     claim = _claim_home(prefect.api_url)  # held until exit: commands of this home use this server untold
     err.print(f"artoo server: running over {'PostgreSQL' if database else 'SQLite'}, home {prefect.home} "
               "(Ctrl-C or SIGTERM stops it)", highlight=False)
+    from artoo.local_server import ServerLogWatcher
+
+    # each failure of a background service (scheduler, late runs…) in one line, pointing at the full log
+    watcher = ServerLogWatcher(prefect.log_path, lambda line: err.print(line, highlight=False, soft_wrap=True),
+                               offset=prefect.log_offset).start()
     died = False
     try:
         while not died:
@@ -177,6 +182,7 @@ def server(
     except KeyboardInterrupt:
         pass
     finally:
+        watcher.stop()
         if claim is not None:
             os.close(claim)
         prefect.stop()

@@ -134,6 +134,8 @@ class Settings(BaseSettings):
     law1_timeout_s: int = Field(
         600, description="Seconds a paused Law-1 confirmation waits before it counts as denied.")
     history_size: int = Field(5, description="Session context: how many past {input, summary} pairs R1 sees.")
+    audit_period_s: int = Field(
+        300, ge=1, description="Seconds between scheduled Auditor runs; each run reports once (spec R6: 5 minutes).")
     brain_base_url: str | None = Field(
         None, validation_alias=_env("ARTOO_BRAIN_BASE_URL", "BRAIN_BASE_URL"),
         description="Brain tier (R1, R2, R4b) endpoint; falls back to OPENAI_BASE_URL.")

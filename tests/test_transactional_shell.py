@@ -218,3 +218,16 @@ def test_the_run_log_says_how_law1_judges(tmp_path: Path, ws: Path, caplog, tool
     lines = [r.getMessage() for r in caplog.records if "Law 1" in r.getMessage()]
     assert len(lines) == 1 and lines[0].startswith(says)
     assert not result.ok and (ws / "keep.txt").exists() and len(gate.asked) == 1  # asked either way
+
+
+def test_an_approval_commits_nothing_when_the_files_changed_while_it_waited(tmp_path: Path, ws: Path) -> None:
+    """Parallel steps share the workspace: what was approved must still be what would happen."""
+    class MeddlingGate(Gate):
+        async def __call__(self, action):
+            (ws / "keep.txt").write_text("changed meanwhile, by another step")
+            return await super().__call__(action)
+
+    gate = MeddlingGate(True)
+    result = run(make_box(tmp_path, ws, gate).call("shell", {"command": "rm keep.txt"}))
+    assert len(gate.asked) == 1 and not result.ok and "[LAW1] not committed" in result.output
+    assert (ws / "keep.txt").read_text() == "changed meanwhile, by another step"

@@ -316,6 +316,13 @@ class ToolBox:
                                     exc.failure_class)
                 refusal.denied = True
                 raise refusal from None
+            now = [c for layer in view.layers
+                   for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root)]
+            if [c.line() for c in now] != action.changes:  # another step changed the files while it waited
+                raise ToolError(f"[LAW1] not committed: {command}\nThe workspace changed while the question "
+                                "waited, so the approved change set no longer describes what would happen. Nothing "
+                                f"was changed; run the command again.\nApproved:\n{law1_changes.summary(found)}",
+                                "environmental")
         for layer in view.layers:
             await asyncio.to_thread(changeset.commit, layer.upper, layer.root)
         self._own(found)
