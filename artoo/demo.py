@@ -36,7 +36,7 @@ def demo_scenario() -> dict:
                             "success_criteria": count_criteria}]}
     plan_2 = {"task_criteria": _criteria("count.txt holds the line count of the notes file"),
               "subtasks": [{"sequence": 1, "intent": "find the notes file and count its lines",
-                            "context": "notes_old/notes.txt does not exist; search the workspace for notes.txt",
+                            "context": "the notes are not where round 1 looked; search the workspace for notes.txt",
                             "success_criteria": count_criteria},
                            {"sequence": 2, "intent": "write the line count to count.txt",
                             "context": "use the count found by the previous step",
