@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from artoo.cli_chat import chat as chat_command
+from artoo.cli_eval import eval_app
 from artoo.cli_memory import dream as dream_command
 from artoo.cli_memory import memory_app
 from artoo.cli_observe import log as log_command
@@ -30,6 +31,7 @@ audit_app = typer.Typer(help="The Auditor's report and its hash-chained log.", i
 app.add_typer(memory_app, name="memory")
 app.add_typer(policy_app, name="policy")
 app.add_typer(audit_app, name="audit")
+app.add_typer(eval_app, name="eval")
 
 err = Console(stderr=True)
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Also print Prefect's own log lines "

@@ -49,6 +49,8 @@ CLIENT_MAX_RETRIES = 10
 PORT_TAKEN_EXIT = 3
 """uvicorn's exit code when it cannot bind, but also when the app's start-up fails."""
 MAX_RELAUNCHES = 3
+LINGER_START_S = 120.0
+"""Least time a command waits for a lingering server it started to answer."""
 LOG_MAX_BYTES = 5_000_000
 """The server's log (PREFECT_HOME/embedded-server.log) starts afresh when it is this large."""
 
@@ -297,7 +299,9 @@ class _Lookup(threading.Thread):
 
         try:
             lingering.attach(self.home)
-            timeout = get_current_settings().server.ephemeral.startup_timeout_seconds
+            # a first start imports Prefect's whole server: on a busy machine that alone can pass the
+            # one-shot server's 20 s, and a lingering server is started once, so allow it more
+            timeout = max(get_current_settings().server.ephemeral.startup_timeout_seconds, LINGER_START_S)
             self.api_url = lingering.ensure(self.home, self.linger_s, timeout)
         except BaseException as exc:  # re-raised in the caller's thread by result()
             self.error = exc
