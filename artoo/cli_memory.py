@@ -1,6 +1,6 @@
 """``artoo memory …`` and ``artoo dream``: the operator's view of the MKCT memory.
 
-Thin formatting over memory.cli_ops; every error becomes a one-line message and an exit
+Thin formatting over artoo.memory.cli_ops; every error becomes a one-line message and an exit
 code.  ``artoo dream`` distils consolidations with the configured brain model when one
 is configured, and says plainly when it skipped them.
 """

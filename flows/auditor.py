@@ -5,7 +5,7 @@ Reading is catch-up plus live: a subscription to the server's event stream (pref
 (latest ``occurred`` observed, minus a look-back) in ascending order, and the same
 catch-up runs again every ``SWEEP_EVERY_S`` and whenever the stream drops, so a restart
 or a dropped connection loses nothing the server received.  Duplicates are dropped by
-event id (tasks.audit.log keeps the index).  An AuditReport is published every
+event id (artoo.tasks.audit.log keeps the index).  An AuditReport is published every
 ``report_every_s`` as the ``audit-report`` markdown artifact, in the run log and in
 ``reports.jsonl``; ``artoo audit`` answers from the log at once and leaves a request
 file that a running auditor turns into an on-demand artifact within a second.

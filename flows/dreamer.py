@@ -3,7 +3,7 @@
 Why a flow: the spec runs the Dreamer "on a 5-minute timer, never blocking the operational
 path".  As a Prefect deployment on an interval schedule with concurrency limit 1 the timer
 is visible (the UI shows the next run), a pass that crashes is recorded, and two passes
-never overlap.  The pass itself is ``memory.dreamer.dream``: ingest the spools, forget,
+never overlap.  The pass itself is ``artoo.memory.dreamer.dream``: ingest the spools, forget,
 demote, consolidate.  Consolidation asks the brain tier for one rule per qualifying
 (space, entity) pair, through the same LLM layer as every role (role ``dreamer``, schema
 ``Consolidation``); with no endpoint configured the downward flow still runs and the

@@ -3,7 +3,7 @@
 At 10⁷ Megrams a pass must take seconds, so the rules run as whole-table SQL over the
 same kernel as query_mk (the same Δt in integer microseconds, clamped at 0).  Where a
 rule needs judgement per row (bankruptcy, consolidation kind, new evidence) SQL narrows
-the rows and the pure functions in memory.dreamer decide.  Every mutation writes its
+the rows and the pure functions in artoo.memory.dreamer decide.  Every mutation writes its
 journal row in the same transaction (the caller's).
 """
 

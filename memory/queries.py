@@ -1,6 +1,6 @@
 """The read path's SQL: dual-channel potentials over DuckDB rows united with spool lines.
 
-One kernel for every query, written exactly as memory.potentials defines it: Δt in
+One kernel for every query, written exactly as artoo.memory.potentials defines it: Δt in
 integer microseconds (``epoch_us``), clamped at 0, divided by a day, so the SQL and the
 Python reference agree to rounding.  Pending (spooled) Megrams arrive as list
 parameters and are unnested into the same sums; one whose id is already stored counts once.

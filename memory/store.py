@@ -3,18 +3,18 @@
 Design (why it is safe with many processes):
 
 * **Writes never touch DuckDB.**  ``write()`` appends one JSON line to this process's
-  own O_APPEND spool file (see memory.spool): microseconds, durable against SIGKILL.
+  own O_APPEND spool file (see artoo.memory.spool): microseconds, durable against SIGKILL.
 * **Exactly one process holds DuckDB read-write at a time**, and only for ``ingest``,
   the Dreamer, import and export.  Readers hold a read-only connection.  Who may open
-  what is decided by flock locks *before* DuckDB is opened (memory.locks), so DuckDB's
+  what is decided by flock locks *before* DuckDB is opened (artoo.memory.locks), so DuckDB's
   own "file is locked" error never happens and nobody retries opening a file.
 * **Readers keep their connection open** (opening costs ~20 ms at 10⁷ rows; a point
   query ~2 ms) while they are busy, step aside before a query when a writer waits, and a
   daemon thread closes a connection idle for ``reader_idle_s`` so writers are not
   starved by a process that stopped querying.
 * **Queries see fresh experience at once**: potentials are one SQL statement over the
-  pair's M/K rows united with the not-yet-ingested spool lines (memory.pending).
-* ``ingest`` moves spools into DuckDB exactly once (memory.ingest).
+  pair's M/K rows united with the not-yet-ingested spool lines (artoo.memory.pending).
+* ``ingest`` moves spools into DuckDB exactly once (artoo.memory.ingest).
 
 Forking: a child process gets a fresh spool file and no locks; DuckDB objects that were
 open in the parent are kept but never used nor closed in the child (closing them there

@@ -23,7 +23,7 @@ class Runtime:
 
     settings: Settings
     llm: Any
-    """An implementation of tasks.llm LLM protocol."""
+    """An implementation of artoo.tasks.llm LLM protocol."""
     store: Any | None
     """The MemoryStore, or None when memory is unavailable."""
     bus: Bus

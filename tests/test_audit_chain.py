@@ -1,6 +1,6 @@
 """The audit log's hash chain: tampering of any kind is detected and named; nothing is logged twice.
 
-Logs are real files under ``tmp_path`` written by the real writer (tasks.audit.log);
+Logs are real files under ``tmp_path`` written by the real writer (artoo.tasks.audit.log);
 tampering edits their bytes the way a person with a text editor would.
 """
 
@@ -20,7 +20,7 @@ from tests.conftest import run_cli
 
 
 def obs(task_seq: int, task_id: str = "t", kind: str = "plan_directive", **payload) -> dict:
-    """The fields of one observation, as tasks.audit.observe produces them."""
+    """The fields of one observation, as artoo.tasks.audit.observe produces them."""
     return {"event_id": str(uuid.uuid4()), "occurred": f"2026-01-01T00:00:{task_seq % 60:02d}Z", "task_id": task_id,
             "message": kind, "from_role": "R7", "to_role": "R2", "task_seq": task_seq,
             "payload": {"kind": kind, "note": "abc ünïcode\u2028line", **payload}}

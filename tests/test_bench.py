@@ -1,6 +1,6 @@
 """The benchmark harness: its arithmetic (table-driven) and one tiny end-to-end run.
 
-The arithmetic tests feed literal request logs to ``bench.chain`` and check the counts a
+The arithmetic tests feed literal request logs to ``artoo.bench.chain`` and check the counts a
 person would make by hand.  The end-to-end test runs ``artoo bench --json --quick`` as a
 process against the session's Prefect server and asserts only that every figure the
 issue asks for is present with the target it is held to: no timing is asserted.

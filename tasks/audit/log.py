@@ -2,7 +2,7 @@
 
 Files under ``ARTOO_HOME/audit/`` (never the memory store's directory):
 
-- ``audit.jsonl``: the hash-chained records (tasks.audit.chain).
+- ``audit.jsonl``: the hash-chained records (artoo.tasks.audit.chain).
 - ``audit.lock``: an exclusive ``fcntl.flock`` taken around every append and every
   statistics update, so the auditor deployment, ``artoo run``'s embedded pass and the
   CLI never interleave.

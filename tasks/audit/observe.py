@@ -1,6 +1,6 @@
 """From a Prefect event to the fields of one AuditEvent: what the Auditor observed.
 
-The bus (tasks.bus) names each message ``artoo.<kind>`` on the resource
+The bus (artoo.tasks.bus) names each message ``artoo.<kind>`` on the resource
 ``artoo.task.<task_id>`` with ``artoo.from``/``artoo.to``/``artoo.seq``/``artoo.run`` labels.
 This module only reads that shape; a label that is missing or malformed is kept as-is (an
 empty role, sequence 0) so the statistics report it instead of the reader dropping it.  Events

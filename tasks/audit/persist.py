@@ -6,7 +6,7 @@ log (line count, byte offset, link of that line); whoever needs a report takes t
 folds only the records appended since, saves, and builds the report.  When the log does
 not continue from where the state stopped (replaced, truncated) or the state file is
 missing or unreadable, the whole log is refolded, keeping the past windows' role counts
-when the old state had them.  A periodic report closes the window (tasks.audit.stats.
+when the old state had them.  A periodic report closes the window (artoo.tasks.audit.stats.
 reset_window); an on-demand one does not.  Every report is appended to ``reports.jsonl``.
 """
 

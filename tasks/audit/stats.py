@@ -3,7 +3,7 @@
 ``StatsState`` is everything the Auditor remembers between reports: the current window
 (which starts after audit record ``window_seq``), a compact entry per observed message
 of every conversation still worth watching, and the per-role correction counts of past
-windows (for drift).  It is persisted as JSON by tasks.audit.persist, so statistics
+windows (for drift).  It is persisted as JSON by artoo.tasks.audit.persist, so statistics
 survive restarts; the log remains the source of truth (the state records how far it has
 folded it and the link of that record, so a replaced log is refolded from scratch).
 

@@ -1,6 +1,6 @@
 """The LLM layer: one small interface (``LLM``) for every role, over OpenAI-compatible HTTP.
 
-``OpenAICompatLLM`` is the real implementation; ``ScriptedLLM`` (``tasks.llm.fake``) is
+``OpenAICompatLLM`` is the real implementation; ``ScriptedLLM`` (``artoo.tasks.llm.fake``) is
 the in-process fake for pure-logic tests; ``cost_report`` turns CallRecords into the
 per-role cost table.
 """

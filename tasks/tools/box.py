@@ -12,7 +12,7 @@ Law 1 by effect (why: a judge of command text can never be complete): when overl
 here, every shell command runs on a copy-on-write view of the workspace (overlay.py); its
 change set (changeset.py) is committed quietly when it only creates files or changes files
 this task created (``created``, shared by every subtask of the task), and is a Law-1
-question listing the exact changes otherwise (tasks.law1.changes).  Approving commits
+question listing the exact changes otherwise (artoo.tasks.law1.changes).  Approving commits
 exactly that change set; denying discards it.  Where no overlay is possible the text judge
 decides before the command runs, and the run's log says so.  With the network on, the
 text judge still rules on what no overlay can observe: data sent off the machine.
@@ -21,7 +21,7 @@ Confinement (why: the arguments are written by a model that may have read hostil
 read_file and glob stay inside the read roots (the workspace and the home directory unless
 ``allowed_roots`` says otherwise), write_file creates files only inside the write roots
 (the workspace), and every path is resolved through symlinks and ``..`` first.  Shell
-commands run in the sandbox of tasks.tools.sandbox; network is off unless the subtask
+commands run in the sandbox of artoo.tasks.tools.sandbox; network is off unless the subtask
 needs the web (the ``network`` flag, or once it has called ``search``).
 """
 

@@ -1,6 +1,6 @@
 """The dreamer flow's own pieces: the distillation prompt, the report artifact, the sync↔async bridge.
 
-The pass itself (memory.dreamer.dream) is tested with the memory; the flow is run for real
+The pass itself (artoo.memory.dreamer.dream) is tested with the memory; the flow is run for real
 by the end-to-end tests (a deployment run over a seeded store, distilling through the
 scripted LLM server).  Here: what the model is shown, what a person reads, and that a
 distillation asked from the Dreamer's worker thread is answered on the flow's event loop.
