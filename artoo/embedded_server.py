@@ -12,6 +12,13 @@ reasons measured on `artoo run`:
   each further 503 of the last two seconds (up to 4 s), so a crowd still backs off as
   Prefect's own schedule would, only starting at a quarter second.  Clients of this server
   retry up to 10 times (Prefect's default is 5, sized for its 2ⁿ s waits).
+* **Write transactions queue instead of colliding.**  Prefect opens its SQLite write
+  transactions ``BEGIN DEFERRED``: two that read first and then write deadlock, and SQLite
+  fails one at once with "database is locked" (its busy timeout cannot help a deadlock), which
+  the API turns into a 503 and a retry.  ``immediate_writes`` makes every transaction Prefect
+  opens ``BEGIN IMMEDIATE``: it takes the write lock first, so the next one waits in SQLite's
+  busy handler (milliseconds) instead of failing.  Parallel subflows on this server went from
+  colliding on nearly every start to overlapping (bench/README.md, ``parallel``).
 * **Start-up overlaps the imports.**  Prefect starts its server at the first API call, after
   `artoo run` has imported the flows (1–2 s); ``start_early`` launches it first (the server
   spends ~3 s importing Prefect's server in its own process meanwhile).
@@ -102,10 +109,31 @@ class RetryAfter503:
         await self.app(scope, receive, send_with_retry_after)
 
 
+def immediate(begin_transaction: Any) -> Any:
+    """Prefect's ``begin_transaction`` for SQLite, always ``BEGIN IMMEDIATE`` (see the module docstring)."""
+
+    @contextlib.asynccontextmanager
+    async def begin(self: Any, session: Any, with_for_update: bool = False) -> Any:
+        async with begin_transaction(self, session, with_for_update=True) as transaction:
+            yield transaction
+
+    begin.artoo_immediate = True
+    return begin
+
+
+def immediate_writes() -> None:
+    """Make this process's Prefect server open every SQLite transaction IMMEDIATE (idempotent)."""
+    from prefect.server.database.configurations import AioSqliteConfiguration
+
+    if not getattr(AioSqliteConfiguration.begin_transaction, "artoo_immediate", False):
+        AioSqliteConfiguration.begin_transaction = immediate(AioSqliteConfiguration.begin_transaction)
+
+
 def create_app() -> RetryAfter503:
     """The uvicorn factory: Prefect's server app, wrapped; exits with the parent named in the environment."""
     from prefect.server.api.server import create_app as prefect_app
 
+    immediate_writes()
     parent = int(os.environ.get(PARENT_ENV, "0"))
     if parent:
         threading.Thread(target=_exit_with_parent, args=(parent,), name="artoo-parent-watch", daemon=True).start()
