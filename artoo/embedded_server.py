@@ -12,6 +12,13 @@ measured on `artoo run` (``server.embedded = "prefect"`` leaves it to Prefect in
   each further 503 of the last two seconds (up to 4 s), so a crowd still backs off as
   Prefect's own schedule would, only starting at a quarter second.  Clients of this server
   retry up to 10 times (Prefect's default is 5, sized for its 2ⁿ s waits).
+* **Write transactions queue instead of colliding.**  Prefect opens its SQLite write
+  transactions ``BEGIN DEFERRED``: two that read first and then write deadlock, and SQLite
+  fails one at once with "database is locked" (its busy timeout cannot help a deadlock), which
+  the API turns into a 503 and a retry.  ``compat.sqlite_immediate_writes`` makes every transaction Prefect
+  opens ``BEGIN IMMEDIATE``: it takes the write lock first, so the next one waits in SQLite's
+  busy handler (milliseconds) instead of failing.  Parallel subflows on this server went from
+  colliding on nearly every start to overlapping (bench/README.md, ``parallel``).
 * **Start-up overlaps the imports.**  Prefect starts its server at the first API call, after
   `artoo run` has imported the flows (1–2 s); ``start_early`` launches it first (the server
   spends ~3 s importing Prefect's server in its own process meanwhile).
@@ -37,7 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from artoo.config.compat import note_prefect_version, prefect_server_app
+from artoo.config.compat import note_prefect_version, prefect_server_app, sqlite_immediate_writes
 from artoo.config.errors import EnvironmentalFailure
 
 RETRY_AFTER_S = 0.25
@@ -118,6 +125,7 @@ def create_app(ephemeral: bool = True) -> RetryAfter503:
 
     ``ephemeral``: only the services Prefect runs in its own one-shot server (the lingering server passes False).
     """
+    sqlite_immediate_writes()
     parent = int(os.environ.get(PARENT_ENV, "0"))
     if parent:
         threading.Thread(target=_exit_with_parent, args=(parent,), name="artoo-parent-watch", daemon=True).start()

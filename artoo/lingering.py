@@ -225,9 +225,14 @@ class Activity:
 
 
 def idle(activity: Activity, users: Path, linger_s: float) -> bool:
-    """True when no request came for ``linger_s`` and no command holds the users lock."""
+    """True when no request came for ``linger_s`` and no command holds the users lock.
+
+    A home that was deleted (a test's or the bench's temporary one) has no users left to come back.
+    """
     if time.monotonic() - activity.last < linger_s:
         return False
+    if not users.parent.is_dir():
+        return True
     fd = _try_lock(users, fcntl.LOCK_EX)
     if fd is None:
         return False

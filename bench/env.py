@@ -106,7 +106,12 @@ class Servers:
 
 
 def stop_ephemeral() -> None:
-    """Stop the embedded Prefect server this process started (after draining what it was sent)."""
+    """Stop the embedded Prefect server the in-process runs used (after draining what it was sent).
+
+    That is the in-process home's lingering server (or a one-shot one with ``server.linger_s`` = 0):
+    left running it would serve nothing yet share the CPUs with the whole-process runs, and outlive
+    the bench by ``linger_s``.
+    """
     if "prefect" not in sys.modules:
         return
     from prefect.events.worker import EventsWorker
@@ -118,9 +123,13 @@ def stop_ephemeral() -> None:
         with contextlib.suppress(Exception):
             worker.drain_all(timeout=10)
     stop_prefect_ephemeral_server()
+    from artoo import lingering
+    from artoo.config.settings import load_settings
     from artoo.embedded_server import stop_shared
 
     stop_shared()
+    with contextlib.suppress(Exception):
+        lingering.stop(load_settings().home_dir)
 
 
 @contextlib.contextmanager

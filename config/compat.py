@@ -13,6 +13,9 @@ names the wrapper when the pinned behaviour changes:
   Prefect's own one-shot server, so artoo can wrap it (Retry-After on 503, idle watch).
 * :func:`stop_prefect_ephemeral_server`: stop the ephemeral server Prefect started by itself
   (``SubprocessASGIServer()`` returns that one instance; its ``stop`` is public).
+* :func:`sqlite_immediate_writes`: make the server's SQLite write transactions ``BEGIN
+  IMMEDIATE`` (Prefect's ``AioSqliteConfiguration.begin_transaction`` with ``with_for_update``,
+  its own switch for that), so concurrent writers queue instead of deadlocking into 503s.
 
 Prefect is imported inside the functions: this module sits at the bottom layer and costs nothing
 to import.
@@ -76,3 +79,23 @@ def stop_prefect_ephemeral_server() -> None:
     from prefect.server.api.server import SubprocessASGIServer
 
     SubprocessASGIServer().stop()
+
+
+def immediate_begin(begin_transaction: Any) -> Any:
+    """Prefect's ``begin_transaction`` for SQLite, always with ``with_for_update`` (``BEGIN IMMEDIATE``)."""
+
+    @contextlib.asynccontextmanager
+    async def begin(self: Any, session: Any, with_for_update: bool = False) -> Any:
+        async with begin_transaction(self, session, with_for_update=True) as transaction:
+            yield transaction
+
+    begin.artoo_immediate = True
+    return begin
+
+
+def sqlite_immediate_writes() -> None:
+    """Make this process's Prefect server open every SQLite transaction IMMEDIATE (idempotent)."""
+    from prefect.server.database.configurations import AioSqliteConfiguration
+
+    if not getattr(AioSqliteConfiguration.begin_transaction, "artoo_immediate", False):
+        AioSqliteConfiguration.begin_transaction = immediate_begin(AioSqliteConfiguration.begin_transaction)

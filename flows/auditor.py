@@ -21,6 +21,7 @@ anywhere else) cannot satisfy the wait with its own, identically numbered messag
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -52,6 +53,8 @@ from artoo.tasks.bus import EVENT_PREFIX, task_resource
 LOOKBACK = timedelta(minutes=2)
 SWEEP_EVERY_S = 30.0
 PAGE_SIZE = 50
+POLL_S = 0.1
+"""The embedded pass re-reads the run's events this often until all are in (one cheap filtered read)."""
 REPORT_ARTIFACT_KEY = "audit-report"
 FLUSH_ENV = "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL"
 
@@ -65,9 +68,9 @@ def artoo_filter(since: datetime | None = None, task_id: str | None = None) -> E
                        resource=EventResourceFilter(id=[task_resource(task_id)]) if task_id else None)
 
 
-async def read_pages(flt: EventFilter) -> AsyncIterator[list[dict[str, Any]]]:
-    """The events matching ``flt`` from the events API, page by page, as JSON data."""
-    async with get_client() as client:
+async def read_pages(flt: EventFilter, client: Any = None) -> AsyncIterator[list[dict[str, Any]]]:
+    """The events matching ``flt`` from the events API, page by page, as JSON data (on ``client`` if given)."""
+    async with contextlib.nullcontext(client) if client is not None else get_client() as client:
         page = await client.read_events(filter=flt, limit=PAGE_SIZE)
         while True:
             yield [e.model_dump(mode="json") for e in page.events]
@@ -284,12 +287,18 @@ def observe_run(published: Mapping[str | RunKey, set[int]], started: datetime,
 async def _await_published(published: Mapping[str | RunKey, set[int]], since: datetime,
                            deadline: float) -> EmbeddedPass:
     log = AuditLog(load_settings().home_dir)
+    async with get_client() as client:  # one client (and connection) for every poll
+        return await _poll_published(log, client, published, since, deadline)
+
+
+async def _poll_published(log: AuditLog, client: Any, published: Mapping[str | RunKey, set[int]],
+                          since: datetime, deadline: float) -> EmbeddedPass:
     appended = 0
     missing = {key: set(seqs) for key, seqs in published.items() if seqs}
     while True:
         for task_id in sorted({split_key(key)[0] for key in missing}):
             observed: list[dict[str, Any]] = []
-            async for batch in read_pages(artoo_filter(since, task_id)):
+            async for batch in read_pages(artoo_filter(since, task_id), client):
                 appended += len(record_events(log, batch, checkpoint=False))
                 observed += [o for o in (observation(e) for e in batch) if o is not None]
             for key in [k for k in missing if split_key(k)[0] == task_id]:
@@ -299,4 +308,4 @@ async def _await_published(published: Mapping[str | RunKey, set[int]], since: da
                     del missing[key]
         if not missing or time.monotonic() >= deadline:
             return EmbeddedPass(appended, {k: sorted(s) for k, s in missing.items()})
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(POLL_S)

@@ -1,4 +1,5 @@
-"""artoo's embedded Prefect server: 503s carry a short Retry-After, and the server dies with its parent.
+"""artoo's embedded Prefect server: 503s carry a short Retry-After, writes queue instead of colliding,
+and the server dies with its parent.
 
 The ASGI wrapper is tested on plain ASGI messages; the lifecycle with real processes: a parent
 that starts the embedded server is SIGKILLed, and the server must not outlive it.  ``artoo run``
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from artoo.config.compat import immediate_begin as immediate
 from artoo.embedded_server import RetryAfter503, retry_after
 from tests.processes import alive
 
@@ -92,6 +94,44 @@ def test_non_http_scopes_pass_through_untouched():
 
     assert _call(RetryAfter503(app), "lifespan") == [{"type": "lifespan.startup.complete"}]
     assert seen == ["lifespan"]
+
+
+
+async def _read_then_write(path: Path, wrapped: bool, writers: int = 8) -> list[str]:
+    """``writers`` concurrent Prefect-style transactions that read, then write; the errors they meet."""
+    import sqlalchemy as sa
+    from prefect.server.database.configurations import AioSqliteConfiguration
+
+    config = AioSqliteConfiguration(connection_url=f"sqlite+aiosqlite:///{path}")
+    engine = await config.engine()
+    async with engine.begin() as connection:
+        await connection.execute(sa.text("CREATE TABLE runs (n INTEGER)"))
+    begin = AioSqliteConfiguration.begin_transaction
+    begin = immediate(begin) if wrapped else begin
+    errors: list[str] = []
+
+    async def one(n: int) -> None:
+        async with await config.session(engine) as session:
+            try:
+                async with begin(config, session):
+                    await session.execute(sa.text("SELECT count(*) FROM runs"))
+                    await asyncio.sleep(0.01)  # the others read meanwhile, as concurrent API requests do
+                    await session.execute(sa.text("INSERT INTO runs VALUES (:n)"), {"n": n})
+            except Exception as exc:  # what the API would answer with a 503
+                errors.append(str(exc).splitlines()[0])
+
+    await asyncio.gather(*(one(n) for n in range(writers)))
+    async with engine.connect() as connection:
+        stored = (await connection.execute(sa.text("SELECT count(*) FROM runs"))).scalar()
+    await engine.dispose()
+    assert stored == writers - len(errors)
+    return errors
+
+
+def test_prefects_deferred_sqlite_writes_collide_and_immediate_ones_queue(tmp_path):
+    deferred = asyncio.run(_read_then_write(tmp_path / "deferred.db", wrapped=False))
+    assert deferred and all("database is locked" in e for e in deferred)  # the cause of the 503s
+    assert asyncio.run(_read_then_write(tmp_path / "immediate.db", wrapped=True)) == []
 
 
 PARENT = """

@@ -122,3 +122,26 @@ def test_eight_runs_at_once_on_one_home_all_finish_with_a_dream_pass_among_them(
         con.close()
     assert total == distinct == runs  # one terminal Megram per accepted run, each stored once
     artoo(env, "stop")
+
+
+@pytest.mark.parametrize(("delete_home", "hold_users", "expected"), [
+    (False, False, True),   # idle and nobody attached
+    (False, True, False),   # a command holds the users lock
+    (True, False, True),    # the home was deleted (a test's or the bench's temporary one): nobody comes back
+])
+def test_idle_when_unused_and_when_the_home_is_gone(tmp_path: Path, delete_home, hold_users, expected):
+    import fcntl
+    import shutil
+
+    from artoo.lingering import Activity, Paths, idle
+
+    users = Paths.of(tmp_path / "home").users
+    fd = os.open(users, os.O_RDWR | os.O_CREAT)
+    if hold_users:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    try:
+        if delete_home:
+            shutil.rmtree(tmp_path / "home")
+        assert idle(Activity(None), users, 0) is expected
+    finally:
+        os.close(fd)

@@ -11,6 +11,8 @@ The GGS is the only writer of memory.
 
 from __future__ import annotations
 
+import asyncio
+
 from prefect import task
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -42,16 +44,18 @@ async def ggs_task(runtime_id: str, controller: GGSController, message: OutcomeS
         rt.decisions.ggs(task_id=controller.task_id, intent=controller.intent, round_no=round_no,
                          elapsed_ms=elapsed_ms, params=params, message=message, decision=decision,
                          paused_ms=paused_ms)
-    await acreate_table_artifact(
-        key=artifact_key("ggs", controller.task_id),
-        table=[{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
-               for row in decision.trajectory],
-        description=f"GGS loss trajectory of task `{controller.task_id}`: one row per round.",
+    await asyncio.gather(  # two independent API writes: one round trip of waiting, not two
+        acreate_table_artifact(
+            key=artifact_key("ggs", controller.task_id),
+            table=[{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
+                   for row in decision.trajectory],
+            description=f"GGS loss trajectory of task `{controller.task_id}`: one row per round.",
+        ),
+        acreate_markdown_artifact(
+            key=artifact_key("loss", controller.task_id), markdown=trajectory_markdown(controller.task_id,
+                                                                                      decision.trajectory),
+            description=f"GGS loss trajectory of `{controller.task_id}` as a picture: L, D, P, Ω by round."),
     )
-    await acreate_markdown_artifact(
-        key=artifact_key("loss", controller.task_id), markdown=trajectory_markdown(controller.task_id,
-                                                                                  decision.trajectory),
-        description=f"GGS loss trajectory of `{controller.task_id}` as a picture: L, D, P, Ω by round.")
     for megram in decision.megrams:
         rt.bus.publish(megram, "R7", "R5")
         if rt.store is not None:
