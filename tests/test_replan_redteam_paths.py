@@ -90,3 +90,41 @@ def test_the_same_folder_written_three_ways_is_one_blocked_target_and_find_keeps
     listed = tool_reply(executor[2])
     assert "./a.csv" in listed and "b.csv" not in listed and "[exit code 0]" in listed
     assert server.unused() == {}
+
+
+def test_the_home_folder_written_as_tilde_and_as_home_variable_is_one_blocked_target(scripted, artoo_env: Path):
+    """Round 1: ``wc -l ~/<missing>/notes.txt`` → No such file → change_path, <home>/<missing>/notes.txt blocked.
+
+    Models spell the home folder ``~``, ``$HOME`` and ``${HOME}``: round 2's plan naming
+    ``$HOME/<missing>/notes.txt`` is re-asked, and the executor's ``wc -l "${HOME}/…"`` is refused.
+    """
+    ws = artoo_env / "workspace"
+    ws.mkdir(parents=True)
+    (ws / "notes.txt").write_text("a\nb\n")
+    missing = "artoo-redteam-no-such-dir/notes.txt"
+    blocked = str(Path.home() / missing)
+    assert not Path(blocked).exists()
+    c = "the notes' line count is printed"
+    server = scripted(scenario(
+        TaskSpec=[spec("count_notes", "count my notes")],
+        Plan=[plan([subtask("count the notes", [c], context=f"the notes are ~/{missing}", tools=["shell"])],
+                   ["counted"]),
+              plan([subtask("count the notes again", [c], context=f"count $HOME/{missing}", tools=["shell"])],
+                   ["counted"]),
+              plan([subtask("count the workspace notes", [c], context="count notes.txt", tools=["shell"])],
+                   ["counted"])],
+        tools=[call("shell", command=f"wc -l ~/{missing}"), done("no such file", status="failed"),
+               call("shell", command=f'wc -l "${{HOME}}/{missing}"'), call("shell", command="wc -l < notes.txt"),
+               done("2")],
+        AgentVerdict=[agent(verdict(c, False, "environmental", "No such file or directory")), agent(verdict(c, True))],
+        TaskVerdict=[task_verdict(verdict("counted", True))],
+    ))
+    code, final = run_json("count my notes")
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "change_path")
+    plans = [prompt(b) for b in bodies(server, "Plan")]
+    assert len(plans) == 3 and must_not(plans[1]).endswith(f"Blocked targets:\n  - {blocked}")
+    assert f"subtask 1 reuses blocked target '{blocked}'" in plans[2]
+    executor = turns(server, "count the workspace notes")
+    assert f"involves '{blocked}', a target the GGS blocked" in tool_reply(executor[1])
+    assert "2" in tool_reply(executor[2])
+    assert server.unused() == {}
