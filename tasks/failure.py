@@ -39,14 +39,24 @@ _NOT_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin
 _STRIP = "\"'`()[]{}<>,;:!?*"
 
 
+_HOME_VAR = re.compile(r"^\$(?:HOME|\{HOME\})(?=/|$)")
+"""``$HOME/x`` and ``${HOME}/x``: the same file as ``~/x`` (models write all three)."""
+
+
+def _tilde(path: str) -> str:
+    return _HOME_VAR.sub("~", path)
+
+
 def normalise(path: str, workspace: str | Path) -> str:
-    """``path`` as an absolute, lexically normalised path (relative ones under ``workspace``)."""
-    expanded = os.path.expanduser(path.strip())
+    """``path`` as an absolute, lexically normalised path (relative ones under ``workspace``; ``~``,
+    ``$HOME`` and ``${HOME}`` are the user's home)."""
+    expanded = os.path.expanduser(_tilde(path.strip()))
     return os.path.normpath(os.path.join(str(workspace), expanded))
 
 
 def looks_like_path(token: str) -> bool:
     """True for a token a person would read as a file path: has a slash or a file extension."""
+    token = _tilde(token)
     if not token or "://" in token or token.startswith(("$", "-")) or "=" in token:
         return False
     return "/" in token or token.startswith("~") or _EXTENSION.match(token) is not None

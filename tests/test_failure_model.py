@@ -5,6 +5,8 @@ Pure rules, table-driven; the end-to-end stories are in tests/test_replan_storie
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from artoo.config.contracts import CriterionVerdict, ReplanRequest, SubTaskOutcome, ToolCall
@@ -24,6 +26,7 @@ from artoo.tasks.roles.planner import directive_block, evidence_block
 from artoo.tasks.roles.prompting import FENCE_OPEN
 
 WS = "/ws"
+HOME_N = os.path.expanduser("~/a/n.txt")
 
 
 @pytest.mark.parametrize(("command", "paths"), [
@@ -34,7 +37,8 @@ WS = "/ws"
     ("ls -la ~/Documents && echo done", ["~/Documents"]),
     ("find /srv -maxdepth 1 -name '*.log'", ["/srv"]),  # a -name pattern is no path
     ("curl -s https://example.com/x.json", []),
-    ("echo 3.5 VAR=a/b $HOME/x", []),
+    ("echo 3.5 VAR=a/b $DIR/x", []),  # a variable other than HOME: its value is unknown
+    ("cat $HOME/x", ["$HOME/x"]),  # the home folder: call_targets resolves it as ~
     ("python3 script.py --out=r.md", ["script.py"]),
     ("echo 'unbalanced", []),
     # read by Law 1's bash grammar: one shell reader for both
@@ -58,6 +62,12 @@ def test_command_paths(command, paths):
     ("shell", "echo hello", []),
     ("search", "  python release date ", ["python release date"]),
     ("glob", "", []),
+    # the home folder however it is written: one target
+    ("shell", "wc -l ~/a/n.txt", [HOME_N]),
+    ("shell", 'wc -l "$HOME/a/n.txt"', [HOME_N]),
+    ("shell", "wc -l ${HOME}/a/./n.txt", [HOME_N]),
+    ("read_file", "$HOME/a/n.txt", [HOME_N]),
+    ("shell", "echo $HOMEDIR/a/n.txt", []),  # another variable: unknown, no target
 ])
 def test_call_targets(tool, value, targets):
     assert call_targets(tool, value, WS) == targets
@@ -77,6 +87,7 @@ def test_call_targets(tool, value, targets):
     ("if it does not exist, create out/report.md", {"/ws/out/report.md"}),
     ("write /ws/a.md, not the draft", {"/ws/a.md"}),
     ("never mind the old plan and just read the file /srv/logz/app.log", {"/srv/logz/app.log"}),
+    ("count $HOME/a/n.txt", {HOME_N}),
 ])
 def test_text_targets(text, expected):
     assert text_targets(text, WS) == expected

@@ -90,3 +90,85 @@ def test_the_same_folder_written_three_ways_is_one_blocked_target_and_find_keeps
     listed = tool_reply(executor[2])
     assert "./a.csv" in listed and "b.csv" not in listed and "[exit code 0]" in listed
     assert server.unused() == {}
+
+
+def test_the_home_folder_written_as_tilde_and_as_home_variable_is_one_blocked_target(scripted, artoo_env: Path):
+    """Round 1: ``wc -l ~/<missing>/notes.txt`` → No such file → change_path, <home>/<missing>/notes.txt blocked.
+
+    Models spell the home folder ``~``, ``$HOME`` and ``${HOME}``: round 2's plan naming
+    ``$HOME/<missing>/notes.txt`` is re-asked, and the executor's ``wc -l "${HOME}/…"`` is refused.
+    """
+    ws = artoo_env / "workspace"
+    ws.mkdir(parents=True)
+    (ws / "notes.txt").write_text("a\nb\n")
+    missing = "artoo-redteam-no-such-dir/notes.txt"
+    blocked = str(Path.home() / missing)
+    assert not Path(blocked).exists()
+    c = "the notes' line count is printed"
+    server = scripted(scenario(
+        TaskSpec=[spec("count_notes", "count my notes")],
+        Plan=[plan([subtask("count the notes", [c], context=f"the notes are ~/{missing}", tools=["shell"])],
+                   ["counted"]),
+              plan([subtask("count the notes again", [c], context=f"count $HOME/{missing}", tools=["shell"])],
+                   ["counted"]),
+              plan([subtask("count the workspace notes", [c], context="count notes.txt", tools=["shell"])],
+                   ["counted"])],
+        tools=[call("shell", command=f"wc -l ~/{missing}"), done("no such file", status="failed"),
+               call("shell", command=f'wc -l "${{HOME}}/{missing}"'), call("shell", command="wc -l < notes.txt"),
+               done("2")],
+        AgentVerdict=[agent(verdict(c, False, "environmental", "No such file or directory")), agent(verdict(c, True))],
+        TaskVerdict=[task_verdict(verdict("counted", True))],
+    ))
+    code, final = run_json("count my notes")
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "change_path")
+    plans = [prompt(b) for b in bodies(server, "Plan")]
+    assert len(plans) == 3 and must_not(plans[1]).endswith(f"Blocked targets:\n  - {blocked}")
+    assert f"subtask 1 reuses blocked target '{blocked}'" in plans[2]
+    executor = turns(server, "count the workspace notes")
+    assert f"involves '{blocked}', a target the GGS blocked" in tool_reply(executor[1])
+    assert "2" in tool_reply(executor[2])
+    assert server.unused() == {}
+
+
+def test_a_refusal_and_a_missing_file_in_one_group_block_only_the_missing_file(scripted, artoo_env: Path):
+    """Group 1 in parallel: overwrite the user's report.md (Law 1: nobody to ask → denied) ‖
+    ``cat /srv/exports/q3.csv`` (No such file).  D = 1, P = 0 (the denial is no evidence, the
+    missing file is environmental) → change_path.  Round 2's planner sees the refusal as a
+    constraint and only the missing file as a blocked target; writing report-q3.md and reading
+    the workspace copy is accepted with no question.
+    """
+    ws = artoo_env / "workspace"
+    (ws / "exports").mkdir(parents=True)
+    (ws / "report.md").write_text("the user's report\n")
+    (ws / "exports" / "q3.csv").write_text("q3,9\n")
+    wrote, read = "the figures are written to a markdown file", "the q3 figures are printed"
+    gone = "/srv/exports/q3.csv"
+    server = scripted(scenario(
+        TaskSpec=[spec("q3_report", "write the q3 figures into a report")],
+        Plan=[plan([subtask("write report.md", [wrote], tools=["write_file"]),
+                    subtask("print the q3 export", [read], context=f"it is {gone}", tools=["shell"])], ["reported"]),
+              plan([subtask("write report-q3.md", [wrote], tools=["write_file"]),
+                    subtask("print the workspace q3 export", [read], context="exports/q3.csv", tools=["shell"])],
+                   ["reported"])],
+        tools=[call("write_file", match="write report.md", path="report.md", content="q3: 9\n"),
+               call("shell", match="print the q3 export", command=f"cat {gone}"),
+               done("the user did not approve", status="failed", match="write report.md"),
+               done("the export is missing", status="failed", match="print the q3 export"),
+               call("write_file", match="write report-q3.md", path="report-q3.md", content="q3: 9\n"),
+               call("shell", match="print the workspace q3", command="cat exports/q3.csv"),
+               done("written", match="write report-q3.md"), done("q3,9", match="print the workspace q3")],
+        AgentVerdict=[agent(verdict(read, False, "environmental", "No such file or directory"),
+                            match="print the q3 export"),
+                      agent(verdict(wrote, True), match="write report-q3.md"),
+                      agent(verdict(read, True), match="print the workspace q3")],
+        TaskVerdict=[task_verdict(verdict("reported", True))],
+    ))
+    code, final = run_json("write the q3 figures into a report")
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "change_path")
+    assert (ws / "report.md").read_text() == "the user's report\n" and (ws / "report-q3.md").read_text() == "q3: 9\n"
+    second = prompt(bodies(server, "Plan")[1])
+    assert "D=1.000 P=0.000" in second and "Failure class: environmental" in second
+    assert must_not(second) == f" none\nBlocked targets:\n  - {gone}"
+    assert f"  - write_file report.md — [LAW1] denied: write_file {ws / 'report.md'}" in second
+    assert final["summary"].count("denied: ") == 1  # round 2 asked nothing
+    assert server.unused() == {}
