@@ -97,6 +97,9 @@ class ServerParams(BaseModel):
     linger_s: float = Field(
         600.0, description="Seconds the embedded server lingers idle after the last command that used it, "
         "so the next command reuses it (one per ARTOO_HOME; `artoo stop` ends it). 0: a server per command.")
+    embedded: Literal["artoo", "prefect"] = Field(
+        "artoo", description="Which server runs when no PREFECT_API_URL is set: artoo's (short Retry-After on "
+        "SQLite locks, started early, lingering) or Prefect's own ephemeral server, started by Prefect itself.")
 class DecisionLogParams(BaseModel):
     """The decision log under ARTOO_HOME/decisions: one JSONL file per run (artoo log, artoo replay)."""
 

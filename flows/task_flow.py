@@ -98,6 +98,10 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
                     "law1_wait_seconds": round(sum(runtime.law1_waits), 3)}
         runtime.decisions.write("end", **document)
         return document
+    except BaseException as exc:  # a failed, crashed or cancelled run still says how it ended
+        runtime.decisions.write("end", error=f"{type(exc).__name__}: {exc}",
+                                cost=cost_report(runtime.llm.records))
+        raise
     finally:
         drop(runtime_id)
         await runtime.llm.aclose()
