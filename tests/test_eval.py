@@ -184,6 +184,8 @@ def test_the_planner_reads_blocked_targets_and_memory_must_not_lines():
     memory = "MEMORY CALIBRATION\nMUST NOT (hard constraints; a plan that breaks one is rejected):\n- rm -rf /x\n"
     assert brain.blocked_lines(memory) == ["rm -rf /x"]
     assert brain.blocked_lines("MUST NOT set:\nBlocked tools: none\nBlocked targets:\n  - none\n") == []
+    refused = "The user REFUSED these irreversible actions (Law 1). Do not plan them again:\n  - rm -f /b/k\nLoss: D=1"
+    assert brain.blocked_lines(refused) == ["rm -f /b/k"]
     assert brain.is_deletion("rm -f /b/keep.txt") and brain.is_deletion("find /b -delete")
     assert not brain.is_deletion("find /b/works -type f")
 

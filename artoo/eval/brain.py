@@ -13,7 +13,7 @@ missing_flag    R3    a correction signal whose what_to_do names the missing opt
 nonzero_exit    R3    a correction signal (RETRY block) after the failing attempt
 unproven_claim  R3    a correction signal (RETRY block) after the claim without a tool call
 destructive     R3    the plan's context says to change nothing else, which the planner writes
-                      only when a blocked target or MUST NOT line is a deletion
+                      only when a blocked target, a Law-1 refusal or a MUST NOT line is a deletion
 =============== ===== =========================================================================
 
 Each carried mistake is also avoided by chance on a fresh sample (``recovery``, default 0.2,
@@ -136,9 +136,11 @@ class SimulatedBrain:
         if plan.options:
             listed = ", ".join(f"`{o}`" for o in plan.options)
             criteria.append({"criterion": f"the command uses the options {listed}", "mode": "verifiable"})
+        blocked = re.search(r"^Blocked tools: (.*)$", prompt, re.MULTILINE)
+        tools = [] if blocked and "shell" in blocked.group(1).split(", ") else ["shell"]
         return {"task_criteria": [{"criterion": "the answer reports the command's result", "mode": "verifiable"}],
                 "subtasks": [{"sequence": 1, "intent": plan.task.query, "context": "\n".join(context),
-                              "success_criteria": criteria}]}
+                              "success_criteria": criteria, "tools": tools}]}
 
     def _execute(self, messages: list[dict], tools: list[dict]) -> dict:
         plan = self.plan
@@ -268,7 +270,7 @@ def classify(text: str) -> str | None:
 
 
 def blocked_lines(prompt: str) -> list[str]:
-    """Blocked targets and memory MUST NOT lines shown to the planner (the channels it heeds)."""
+    """Blocked targets, the directive's Law-1 refusals and memory MUST NOT lines shown to the planner."""
     lines: list[str] = []
     section = None
     for line in prompt.splitlines():
@@ -277,7 +279,7 @@ def blocked_lines(prompt: str) -> list[str]:
             if rest and rest != "none":
                 lines.append(rest)
             section = "targets"
-        elif line.startswith("MUST NOT ("):
+        elif line.startswith("MUST NOT (") or line.startswith("The user REFUSED"):
             section = "memory"
         elif section and line.strip().startswith("- "):
             item = line.strip()[2:]
