@@ -101,9 +101,9 @@ def _open_runtime(settings: Settings, workspace: Path, request: str) -> Runtime:
     decisions = DecisionLog(settings.home_dir, str(flow_run.id), settings, request)
     store = None
     try:
-        from artoo.memory.store import MemoryStore
+        from artoo.memory.backends import open_store
 
-        store = MemoryStore(settings.home_dir, settings.memory)
+        store = open_store(settings.home_dir, settings.memory)
     except Exception as exc:  # memory is an aid, never a reason not to work
         logger.warning("memory store unavailable, planning without it: %s", exc)
     law1: list[str] = []
