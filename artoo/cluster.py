@@ -11,6 +11,7 @@ so several workers need ``memory.backend = "postgres"``).  ``artoo worker`` call
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sys
@@ -34,14 +35,22 @@ async def ensure_pool(name: str = POOL) -> None:
             await client.create_work_pool(WorkPoolCreate(name=name, type="process"))
 
 
-async def deploy_to_pool(settings: Settings, pool: str = POOL) -> dict[str, str]:
-    """Register artoo's deployments to the pool (idempotent); name → deployment id."""
+async def deploy_to_pool(settings: Settings, pool: str = POOL, names: tuple[str, ...] | None = None,
+                         suffix: str = "") -> dict[str, str]:
+    """Register artoo's deployments (all, or ``names``) to the pool, idempotently; name → deployment id.
+
+    ``suffix`` is appended to each deployment's name (a harness's private pool must not replace the
+    team's ``artoo-task/artoo-task``).
+    """
     from artoo.flows.deployments import runner_deployments
 
     ids = {}
-    for deployment in runner_deployments(settings):
-        deployment.work_pool_name = pool
-        ids[deployment.name] = str(await deployment.apply(work_pool_name=pool))
+    # to_deployment answers a coroutine when called on an event loop: build them on a thread, sync
+    for deployment in await asyncio.to_thread(runner_deployments, settings):
+        if names is not None and deployment.name not in names:
+            continue
+        deployment.name += suffix
+        ids[deployment.name] = str(await deployment.aapply(work_pool_name=pool))
     return ids
 
 
