@@ -154,7 +154,8 @@ class Cluster:
 
     def runs_per_worker(self) -> dict[int, int]:
         """How many artoo-task runs each worker finished (from its decision logs)."""
-        return {n: len(list((self.home(n) / "decisions").glob("*.jsonl"))) for n in range(self.workers)}
+        return {n: len([p for p in (self.home(n) / "decisions").glob("*.jsonl") if p.name != "index.jsonl"])
+                for n in range(self.workers)}
 
     def stop(self) -> None:
         """Stop the workers (SIGTERM to each process group, then SIGKILL)."""
