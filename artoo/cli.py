@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from artoo.cli_chat import chat as chat_command
 from artoo.cli_cluster import verify_homes
 from artoo.cli_cluster import worker as worker_command
 from artoo.cli_memory import dream as dream_command
@@ -34,6 +35,8 @@ app.add_typer(audit_app, name="audit")
 app.command("worker")(worker_command)
 
 err = Console(stderr=True)
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Also print Prefect's own log lines "
+                                          "(they are always in the run's logs in the Prefect UI).")]
 
 NO_ENDPOINT = (
     "artoo needs an OpenAI-compatible LLM endpoint to understand and plan a request, and none is "
@@ -79,6 +82,7 @@ def run(
     request: Annotated[str, typer.Argument(help="What you want done, in plain words.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one FinalResult JSON object.")] = False,
     workspace: Annotated[Path | None, typer.Option(help="Where new files go (default ~/artoo_workspace).")] = None,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Run one request through the full loop and print its FinalResult."""
     from artoo.config.settings import load_settings
@@ -97,7 +101,7 @@ def run(
     from artoo.runner import run_request
 
     try:
-        final = run_request(request, settings=settings, workspace=workspace, as_json=as_json)
+        final = run_request(request, settings=settings, workspace=workspace, as_json=as_json, verbose=verbose)
     except ArtooError as exc:
         fail(exc)
     raise typer.Exit(0 if final.directive in ("accept", "success") else 1)
@@ -106,6 +110,7 @@ def run(
 @app.command()
 def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print the FinalResult JSON.")] = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Run a real artoo-task flow against a built-in scripted brain (no endpoint needed)."""
     from artoo.embedded_server import start_early
@@ -114,7 +119,7 @@ def demo(
     from artoo.demo import run_demo
 
     try:
-        final = run_demo(as_json=as_json)
+        final = run_demo(as_json=as_json, verbose=verbose)
     except ArtooError as exc:
         fail(exc)
     raise typer.Exit(0 if final.directive in ("accept", "success") else 1)
@@ -167,6 +172,11 @@ def server(
     claim = _claim_home(prefect.api_url)  # held until exit: commands of this home use this server untold
     err.print(f"artoo server: running over {'PostgreSQL' if database else 'SQLite'}, home {prefect.home} "
               "(Ctrl-C or SIGTERM stops it)", highlight=False)
+    from artoo.local_server import ServerLogWatcher
+
+    # each failure of a background service (scheduler, late runs…) in one line, pointing at the full log
+    watcher = ServerLogWatcher(prefect.log_path, lambda line: err.print(line, highlight=False, soft_wrap=True),
+                               offset=prefect.log_offset).start()
     died = False
     try:
         while not died:
@@ -175,6 +185,7 @@ def server(
     except KeyboardInterrupt:
         pass
     finally:
+        watcher.stop()
         if claim is not None:
             os.close(claim)
         prefect.stop()
@@ -254,6 +265,7 @@ def _start_server(root: Path, port: int):
 
 app.command("dream")(dream_command)
 app.command("log")(log_command)
+app.command("chat")(chat_command)
 app.command("replay")(replay_command)
 
 

@@ -26,21 +26,9 @@ def _fail(exc: ArtooError) -> None:
 def run_records(key: str | None) -> tuple[Path, list[dict]]:
     """The decision-log file and records of a task or run (the latest when ``key`` is None)."""
     from artoo.config.settings import load_settings
-    from artoo.tasks.decision_log import find_run
+    from artoo.tasks.decision_log import load_run
 
-    home = load_settings().home_dir
-    path = find_run(home, key)
-    if path is None:
-        what = f"task or run {key!r}" if key else "any run"
-        raise ConfigurationError(f"no decision log for {what} under {home / 'decisions'} "
-                                 "(runs are recorded from this release on; retention may have removed old ones)")
-    return path, _read(path)
-
-
-def _read(path: Path) -> list[dict]:
-    from artoo.tasks.decision_log import read_records
-
-    return read_records(path)
+    return load_run(load_settings().home_dir, key)
 
 
 def log(

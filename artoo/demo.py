@@ -36,7 +36,7 @@ def demo_scenario() -> dict:
                             "success_criteria": count_criteria}]}
     plan_2 = {"task_criteria": _criteria("count.txt holds the line count of the notes file"),
               "subtasks": [{"sequence": 1, "intent": "find the notes file and count its lines",
-                            "context": "notes_old/notes.txt does not exist; search the workspace for notes.txt",
+                            "context": "the notes are not where round 1 looked; search the workspace for notes.txt",
                             "success_criteria": count_criteria},
                            {"sequence": 2, "intent": "write the line count to count.txt",
                             "context": "use the count found by the previous step",
@@ -75,7 +75,7 @@ def demo_scenario() -> dict:
     }
 
 
-def run_demo(as_json: bool = False) -> FinalResult:
+def run_demo(as_json: bool = False, verbose: bool = False) -> FinalResult:
     """Run the demo request through the real flow against the scripted brain."""
     from artoo.config.settings import load_settings
     from artoo.runner import report
@@ -98,7 +98,7 @@ def run_demo(as_json: bool = False) -> FinalResult:
             from artoo.runner import execute_flow
 
             err.print(f"request: {REQUEST}\nworkspace: {workspace}")
-            document = execute_flow(REQUEST, workspace)
+            document = execute_flow(REQUEST, workspace, verbose)
             written = (workspace / "count.txt").read_text(encoding="utf-8").strip() if (
                 workspace / "count.txt").exists() else None
         finally:

@@ -42,6 +42,8 @@ RETRY_AFTER_MAX_S = 4.0
 CROWD_WINDOW_S = 2.0
 """503s this recent count as one crowd: each doubles the next Retry-After."""
 CLIENT_MAX_RETRIES = 10
+LOG_MAX_BYTES = 5_000_000
+"""The server's log (PREFECT_HOME/embedded-server.log) starts afresh when it is this large."""
 
 PARENT_ENV = "ARTOO_EMBEDDED_SERVER_PARENT"
 """The pid the server process watches: it exits when that process is gone."""
@@ -125,6 +127,9 @@ class EmbeddedServer:
         self.port = 0
         self.process: subprocess.Popen | None = None
         self.ready = False
+        self.log: Any = None
+        self.watcher: Any = None
+        """Says each failure the server logs in one line on stderr (artoo.local_server.ServerLogWatcher)."""
 
     @property
     def api_url(self) -> str:
@@ -136,14 +141,35 @@ class EmbeddedServer:
         from artoo.local_server import free_port
 
         self.port = free_port()
+        self._watch_log()
         env = {**EPHEMERAL_DEFAULTS, **os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
                "PREFECT__SERVER_FINAL": "1", PARENT_ENV: str(os.getpid())}
         env.pop("PREFECT_API_URL", None)
         command = [sys.executable, "-m", "uvicorn", "--factory", f"{__name__}:create_app", "--host", "127.0.0.1",
                    "--port", str(self.port), "--log-level", "error", "--lifespan", "on"]
-        # its output goes to our stderr: `artoo run --json` prints exactly one JSON object on stdout
-        self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=_stderr_fd())
+        # its output goes to its log; each service failure is said on our stderr in one line (`artoo run --json`
+        # prints exactly one JSON object on stdout)
+        self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=self.log,
+                                        stderr=subprocess.STDOUT)
         return self
+
+    def _watch_log(self) -> None:
+        """Open the server's log (beside Prefect's database; restarted past 5 MB) and follow it."""
+        from prefect.settings import get_current_settings
+
+        from artoo.local_server import ServerLogWatcher
+
+        seen = set()
+        if self.watcher is not None:  # a relaunch (the port was taken): the old process is gone
+            self.watcher.stop()
+            self.log.close()
+            seen = self.watcher.seen  # a failure already said is not said again
+        path = get_current_settings().home / "embedded-server.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.log = path.open("ab" if path.exists() and path.stat().st_size < LOG_MAX_BYTES else "wb")
+        self.watcher = ServerLogWatcher(path, _say, prefix="artoo", offset=self.log.tell())
+        self.watcher.seen = seen
+        self.watcher.start()
 
     def wait_ready(self, timeout_s: float) -> None:
         """Block until ``/health`` answers; a clear EnvironmentalFailure when it never does."""
@@ -154,10 +180,11 @@ class EmbeddedServer:
                 self.launch()
                 continue
             if code is not None or time.monotonic() > deadline:
+                log = self.watcher.log
                 self.stop()
                 why = f"exited with code {code}" if code is not None else f"did not answer within {timeout_s:.0f} s"
                 raise EnvironmentalFailure(
-                    f"the embedded Prefect server {why} (its own errors, if any, are printed above). Point "
+                    f"the embedded Prefect server {why} (its own errors are in {log}). Point "
                     "artoo at a running server instead (`artoo server`, then PREFECT_API_URL), or raise "
                     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.")
             try:
@@ -169,21 +196,21 @@ class EmbeddedServer:
     def stop(self) -> None:
         """Terminate the server (SIGTERM, then SIGKILL after 5 s)."""
         process, self.process, self.ready = self.process, None, False
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            watcher.stop()  # a failure logged just before the end is still said
+            self.log.close()
 
 
-def _stderr_fd() -> int | None:
-    try:
-        return sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # a captured stderr: inherit ours
-        return None
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _api_configured() -> bool:
@@ -266,13 +293,23 @@ def prefect_api() -> Iterator[str]:
         yield str(PREFECT_API_URL.value() or "")
         return
     start_early()
+    watcher = None
     if _EARLY is not None:
+        from artoo.lingering import Paths
+        from artoo.local_server import ServerLogWatcher
+
         api_url = _EARLY.result()
+        # the lingering server's failures while this command uses it: one line each on stderr
+        watcher = ServerLogWatcher(Paths.of(_EARLY.home).log, _say, prefix="artoo").start()
     else:
         _SHARED.wait_ready(get_current_settings().server.ephemeral.startup_timeout_seconds)
         api_url = _SHARED.api_url
-    with _pointed_at(api_url):
-        yield api_url
+    try:
+        with _pointed_at(api_url):
+            yield api_url
+    finally:
+        if watcher is not None:
+            watcher.stop()
 
 
 @contextlib.contextmanager

@@ -39,6 +39,8 @@ class ProgressTap:
             self.round = p.get("round", self.round + 1)
             count = len(p.get("subtask_ids", []))
             self.console.print(f"[bold cyan]round {self.round}[/]: {count} subtask(s) dispatched")
+        elif kind == "subtask":
+            self.console.print(f"  → {p.get('intent') or p.get('subtask_id')}")
         elif kind == "correction_signal":
             hint = p.get("what_to_do") or p.get("what_was_wrong")
             self.console.print(f"  ↻ retry ({p.get('failure_class')}): {hint}")
@@ -57,18 +59,19 @@ class ProgressTap:
                                f"Ω={loss.get('Omega', 0):.2f} → [bold]{p.get('directive')}[/]")
 
 
-def execute_flow(request: str, workspace: Path | None) -> dict:
-    """Run the artoo-task flow in this process and return its result document."""
+def execute_flow(request: str, workspace: Path | None, verbose: bool = False) -> dict:
+    """Run the artoo-task flow in this process and return its result document (Prefect's lines with verbose)."""
     from artoo.tasks.roles.perceiver import check_request
 
     check_request(request)  # refused before any flow run exists: nothing to clean up, nothing half-recorded
     from artoo.embedded_server import prefect_api
     from artoo.flows.auditor import PublishedTap
     from artoo.flows.task_flow import artoo_task
+    from artoo.quiet import quiet_prefect
     from artoo.tasks.bus import add_tap, remove_tap
 
     tap, published = ProgressTap(), PublishedTap()
-    with prefect_api():
+    with quiet_prefect(verbose), prefect_api():
         add_tap(tap)
         add_tap(published)
         started = datetime.now(UTC)
@@ -98,9 +101,10 @@ def audit_run(published: dict[tuple[str, str], set[int]], started: datetime) -> 
                   style="yellow", markup=False, highlight=False)
 
 
-def run_request(request: str, settings: Settings, workspace: Path | None, as_json: bool) -> FinalResult:
+def run_request(request: str, settings: Settings, workspace: Path | None, as_json: bool,
+                verbose: bool = False) -> FinalResult:
     """Run and print; returns the FinalResult so the CLI can choose the exit code."""
-    document = execute_flow(request, workspace)
+    document = execute_flow(request, workspace, verbose)
     final = FinalResult.model_validate(document["final"])
     if as_json:
         print(json.dumps(final.model_dump(mode="json")))

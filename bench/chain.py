@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 ROLE_OF_SCHEMA = {"TaskSpec": "R1", "Plan": "R2", "tools": "R3", "AgentVerdict": "R4a",
-                  "TaskVerdict": "R4b", "Consolidation": "Dreamer"}
+                  "TaskVerdict": "R4b", "Consolidation": "Dreamer", "FailureReport": "R2"}
 """The role that asks for each schema NAME (``tools`` = executor turns)."""
 
 ROLES = ("R1", "R2", "R3", "R4a", "R4b")
@@ -120,11 +120,14 @@ def role_calls(requests: Sequence[dict]) -> list[Call]:
     return calls
 
 
-def spec_minimum_chain(retries: int, replans: int) -> int:
-    """The spec's minimum sequential chain: R1→R2→R3→R4a→R4b = 5, +2 per fast-loop retry, +2 per replan."""
+def spec_minimum_chain(retries: int, replans: int, abandon: bool = False) -> int:
+    """The spec's minimum sequential chain: R1→R2→R3→R4a→R4b = 5, +2 per fast-loop retry, +2 per replan.
+
+    An abandoned task adds one: R2's failure report (spec v0.9 graceful failure), asked once, only then.
+    """
     if retries < 0 or replans < 0:
         raise ValueError(f"retries and replans cannot be negative, got {retries}, {replans}")
-    return 5 + 2 * retries + 2 * replans
+    return 5 + 2 * retries + 2 * replans + (1 if abandon else 0)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The benchmark harness: plan the runs, run the candidates side by side, print tables or one JSON.
 
-    artoo bench [--json] [--quick] [--only overhead,parallel,economy,flow_runs,memory]
+    artoo bench [--json] [--quick] [--only overhead,parallel,economy,flow_runs,memory,audit,law1_overlay]
                 [--latency S] [--repeats N] [--api-url URL] [--ephemeral-only] [--memory-full]
 
 Benchmarks (see bench/README.md for how to read them):
@@ -10,7 +10,10 @@ Benchmarks (see bench/README.md for how to read them):
 * ``parallel``  — wall(N) ÷ wall(1) for N = 1, 2, 4, 8 parallel subtasks;
 * ``economy``   — LLM calls by role and tokens sent against the spec's minimum chain;
 * ``flow_runs`` — one empty subflow / task run, ours against Prefect's defaults;
-* ``memory``    — ``bench/memory_bench.py`` (tiny sizes with --quick; 10⁵–10⁷ with --memory-full).
+* ``memory``    — ``bench/memory_bench.py`` (tiny sizes with --quick; 10⁵–10⁷ with --memory-full);
+* ``audit``     — ``bench/audit_bench.py``: the REPL's ``/audit`` answer time, p95 against 3 s.
+* ``law1_overlay`` — what Law 1 by effect adds per shell command (overlay + change set) on a
+  10,000-file workspace, side by side with the plain sandbox (``bench/overlay_bench.py``).
 
 The modes are ``ephemeral`` (Prefect's SQLite server) and ``local`` (a Postgres-backed
 ``prefect server start`` this harness starts, or the one at ``--api-url``).  Nothing
@@ -31,9 +34,9 @@ from pathlib import Path
 from rich.console import Console
 
 from artoo.bench.env import EPHEMERAL, LOCAL, Servers, isolate, stop_ephemeral, temp_root
-from artoo.bench.report import Figure, Section, figures_table, fmt, table
+from artoo.bench.report import Figure, Section, at_most, figures_table, fmt, table
 
-BENCHMARKS = ("overhead", "parallel", "economy", "flow_runs", "memory")
+BENCHMARKS = ("overhead", "parallel", "economy", "flow_runs", "memory", "audit", "law1_overlay")
 MEMORY_QUICK, MEMORY_DEFAULT, MEMORY_FULL = [10**4], [10**5], [10**5, 10**6, 10**7]
 MEMORY_UNITS = {"query_mk_p50_ms@1e7": "ms", "write_p50_us": "µs", "ingest_per_s": "/s", "dream_s@1e7": "s"}
 
@@ -92,6 +95,13 @@ def run(args: argparse.Namespace, root: Path, original_env: dict[str, str], say)
         servers.stop()
     if "memory" in args.selection:
         sections["memory"] = _memory(args, root, say)
+    if "audit" in args.selection:
+        sections["audit"] = _audit(args, say)
+    if "law1_overlay" in args.selection:
+        from artoo.bench import overlay_bench
+
+        say("Law 1 by effect: shell commands on a 10,000-file workspace, plain sandbox against overlay")
+        sections["law1_overlay"] = overlay_bench.section(overlay_bench.measure(10_000, 5 if args.quick else 30, root))
     if "overhead" in args.selection:
         _process(args, root, original_env, sections["overhead"], say)
     order = [name for name in BENCHMARKS if name in sections]
@@ -136,6 +146,22 @@ def _process(args, root: Path, original_env: dict[str, str], section: Section, s
     for cold in (False, True):
         scenario = loops_bench.process_scenario(args.process_latency, processes + 1)
         loops_bench.add_process(section, process_run(scenario, processes, root, original_env, home, cold=cold))
+
+
+def _audit(args, say) -> Section:
+    """The REPL's /audit answer time over a long audit log (cold and p95 warm, against 3 s)."""
+    from artoo.bench import audit_bench
+
+    tasks, samples = (50, 5) if args.quick else (500, 20)
+    say(f"/audit over an audit log of {tasks} tasks, {samples} calls")
+    doc = audit_bench.run(tasks, samples)
+    section = Section("audit", "/audit answer time (artoo chat)", details=doc)
+    target = f"≤ {audit_bench.TARGET_S:.0f}"
+    section.figures.append(Figure("audit.p95_s", "/audit answer, p95 of warm calls", doc["p95_s"], "s", target,
+                                  at_most(doc["p95_s"], audit_bench.TARGET_S)))
+    section.figures.append(Figure("audit.cold_s", "/audit answer, first call (whole log folded)", doc["cold_s"],
+                                  "s", target, at_most(doc["cold_s"], audit_bench.TARGET_S)))
+    return section
 
 
 def _memory(args, root: Path, say) -> Section:

@@ -158,7 +158,7 @@ def economy_section(jobs: dict) -> Section:
             continue
         r = runs[0]
         e = r.economy
-        minimum = spec_minimum_chain(e.retries, r.replans)
+        minimum = spec_minimum_chain(e.retries, r.replans, abandon=r.directive == "abandon")
         met = e.sequential_role_calls == minimum
         calls.add_row(r.scenario, *[str(e.role_calls.get(x, 0)) for x in ROLES], str(e.r3_turns),
                       str(e.http_requests), str(e.sequential_role_calls), str(minimum),

@@ -86,9 +86,12 @@ def replans(count: int = 3, repeats: int = 1, latency_s: float = 0.3) -> Scenari
     """Every round's executor fails logically: break_symmetry ``count`` times, then abandon (maxReplans = count)."""
     if count < 0 or repeats < 1:
         raise ValueError(f"need count >= 0 and at least one run, got count={count}, repeats={repeats}")
-    answers: dict[str, list] = {"TaskSpec": [], "Plan": [], "tools": [], "AgentVerdict": []}
+    answers: dict[str, list] = {"TaskSpec": [], "Plan": [], "tools": [], "AgentVerdict": [], "FailureReport": []}
     for run in range(repeats):
         answers["TaskSpec"].append(_spec(f"bench_replans_{run}", "find the bench answer"))
+        answers["FailureReport"].append({"answer": {  # the abandon's one R2 report (spec v0.9)
+            "achieved": "nothing usable", "blocked_by": "every attempt failed logically",
+            "try_next": ["state where the bench answer can be found"]}})
         for round_no in range(1, count + 2):
             intent = f"bench attempt {round_no} at the answer"
             answers["Plan"].append(_plan([intent], "the bench answer is reported"))

@@ -22,6 +22,7 @@ FinalDirective = Literal["accept", "success", "abandon"]
 Urgency = Literal["low", "normal", "high"]
 MemoryAction = Literal["Ignore", "Exploit", "Avoid", "Caution"]
 Level = Literal["M", "K", "C", "T"]
+OutcomeKind = Literal["matched", "failed", "skipped", "denied"]
 
 
 class Contract(BaseModel):
@@ -97,6 +98,25 @@ class DispatchManifest(Contract):
     """Assertions about the combined output of all subtasks."""
 
 
+class ToolCall(Contract):
+    """One tool call as code recorded it (artoo's extension): what the GGS attributes a failure to."""
+
+    tool: str
+    """The tool's name."""
+    input: str = ""
+    """The tool's primary argument as the model gave it (a path, a command, a query)."""
+    targets: list[str] = Field(default_factory=list)
+    """Normalised targets: the resolved path, or a command's path arguments resolved in the workspace."""
+    ok: bool = True
+    """True when the tool did what was asked."""
+    failure_class: FailureClass | None = None
+    """Class of the call's own failure, null when it succeeded."""
+    output: str = ""
+    """The tool's output or error, capped; the planner sees it fenced."""
+    denied: bool = False
+    """True when the Law-1 gate refused the call (a constraint, never a failed target)."""
+
+
 class ExecutionResult(Contract):
     """R3's answer for one attempt; tool_calls are recorded by code, never by the model."""
 
@@ -110,6 +130,8 @@ class ExecutionResult(Contract):
     """The executor's answer (a claim; tool_calls are the ground truth)."""
     tool_calls: list[str] = Field(default_factory=list)
     """Evidence, one entry per call: ``name: input → firstN(output, 200)``."""
+    calls: list[ToolCall] = Field(default_factory=list)
+    """The same calls, structured: tool, normalised targets, success, capped output."""
 
 
 class CriterionVerdict(Contract):
@@ -186,6 +208,14 @@ class SubTaskOutcome(Contract):
     """Evidence of the final attempt."""
     intent: str = ""
     """The subtask's intent, kept for summaries and memory tags."""
+    outcome: OutcomeKind | None = None
+    """matched, failed, skipped (an earlier group failed) or denied (Law 1); null means ``status``."""
+    calls: list[ToolCall] = Field(default_factory=list)
+    """Structured tool calls of the final attempt: a failure is attributed to the call that failed."""
+    what_was_wrong: str = ""
+    """R4a's account of the gap in the final attempt, for the planner."""
+    what_to_do: str = ""
+    """R4a's advice for the next attempt, for the planner."""
 
 
 class OutcomeSummary(Contract):
@@ -266,6 +296,8 @@ class PlanDirective(Contract):
     """Why this directive, in one sentence."""
     urgency: Urgency = "normal"
     """From ∇L's sign (v0.9): low when improving, high when worsening."""
+    refused: list[str] = Field(default_factory=list)
+    """Law-1 refusals so far: actions the user did not approve, a constraint for the plan (not a target)."""
 
 
 class FinalResult(Contract):

@@ -42,6 +42,8 @@ class PlannedSubTask(Answer):
     """Everything the executor needs beyond the intent."""
     success_criteria: list[Criterion]
     """Concrete checkable assertions about the subtask's output."""
+    tools: list[str] = Field(default_factory=list)
+    """The executor tools this subtask means to use; the plan rules check these names, not its prose."""
 
 
 class PlanAnswer(Answer):
@@ -104,6 +106,17 @@ class Consolidation(Answer):
     """The rule."""
 
 
+class FailureReport(Answer):
+    """R2's short report on an abandoned task (schema name ``FailureReport``; spec v0.9 graceful failure)."""
+
+    achieved: str
+    """What was achieved: the partial result the user can still use."""
+    blocked_by: str
+    """What blocked the task, in plain words."""
+    try_next: list[str]
+    """Up to three concrete things the user can try next."""
+
+
 SCHEMAS: dict[str, type[Answer]] = {
     "TaskSpec": TaskSpecAnswer,
     "Plan": PlanAnswer,
@@ -111,5 +124,6 @@ SCHEMAS: dict[str, type[Answer]] = {
     "AgentVerdict": AgentVerdict,
     "TaskVerdict": TaskVerdict,
     "Consolidation": Consolidation,
+    "FailureReport": FailureReport,
 }
 """Schema NAME → answer model; the NAME is what the endpoint sees."""

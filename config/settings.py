@@ -75,6 +75,12 @@ class ToolParams(BaseModel):
     sandbox: Literal["auto", "require", "off"] = Field(
         "auto", description="Shell sandbox: bubblewrap when it works (auto), refuse without it (require), "
         "or limits only (off).")
+    overlay: Literal["auto", "off"] = Field(
+        "auto", description="Law 1 by effect: run each shell command on a copy-on-write view of the workspace and "
+        "ask only about the changes it made (auto, when overlayfs works here), or judge the command text (off).")
+    overlay_home: bool = Field(
+        False, description="Shell commands may also write in your home, on a copy-on-write view: every change "
+        "there is a Law-1 question (off: your home is read-only to them).")
     shell_cpu_s: int = Field(120, description="CPU seconds one shell command may use.")
     shell_memory_mb: int = Field(4096, description="Data memory one shell command may use (MB).")
     shell_file_mb: int = Field(1024, description="Largest file one shell command may write (MB).")
@@ -134,6 +140,8 @@ class Settings(BaseSettings):
     law1_timeout_s: int = Field(
         600, description="Seconds a paused Law-1 confirmation waits before it counts as denied.")
     history_size: int = Field(5, description="Session context: how many past {input, summary} pairs R1 sees.")
+    audit_period_s: int = Field(
+        300, ge=1, description="Seconds between scheduled Auditor runs; each run reports once (spec R6: 5 minutes).")
     brain_base_url: str | None = Field(
         None, validation_alias=_env("ARTOO_BRAIN_BASE_URL", "BRAIN_BASE_URL"),
         description="Brain tier (R1, R2, R4b) endpoint; falls back to OPENAI_BASE_URL.")

@@ -4,7 +4,7 @@
   the full loop; Law-1 questions arrive as resume forms on the run's page.
 * ``dreamer`` — one Dreamer pass every ``memory.dreamer_period_s`` (spec: a 5-minute timer),
   never two at once.
-* ``auditor`` — periodic rather than immortal: each run follows the event stream for a
+* ``auditor`` — every ``audit_period_s``; periodic rather than immortal: each run follows the event stream for a
   little less than the period, publishes its report just before it ends, and the next
   scheduled run catches up from the audit log's checkpoint.  So the spec's 5-minute report
   timer *is* the schedule, a crashed auditor is replaced at the next tick, and never two
@@ -32,7 +32,7 @@ from artoo.config.errors import ConfigurationError
 from artoo.config.settings import Settings
 
 AUDIT_PERIOD_S = 300
-"""The Auditor's report timer (spec R6: every 5 minutes)."""
+"""The Auditor's report timer (spec R6: every 5 minutes): the default of the ``audit_period_s`` setting."""
 AUDIT_MARGIN_S = 30
 """An auditor run ends this long before the next tick, so runs never overlap."""
 TAGS = ["artoo"]
@@ -85,7 +85,8 @@ def specs(settings: Settings) -> list[DeploymentSpec]:
         DeploymentSpec("auditor", "flows/auditor.py:auditor",
                        "The Auditor: reads every artoo.* event into the hash-chained audit log and publishes "
                        "the `audit-report` artifact once per run.",
-                       interval_s=AUDIT_PERIOD_S, one_at_a_time=True, parameters=auditor_parameters()),
+                       interval_s=settings.audit_period_s, one_at_a_time=True,
+                       parameters=auditor_parameters(settings.audit_period_s)),
     ]
 
 
@@ -106,12 +107,25 @@ def runner_deployments(settings: Settings) -> list:
 
     flows = {"artoo-task": artoo_task, "dreamer": dreamer, "auditor": auditor}
     return [
-        flows[spec.name].to_deployment(
+        titled(flows[spec.name].to_deployment(
             name=spec.name, description=spec.description, tags=TAGS, parameters=spec.parameters or None,
             interval=timedelta(seconds=spec.interval_s) if spec.interval_s else None,
-            concurrency_limit=concurrency(spec), entrypoint_type=EntrypointType.MODULE_PATH)
+            concurrency_limit=concurrency(spec), entrypoint_type=EntrypointType.MODULE_PATH))
         for spec in specs(settings)
     ]
+
+
+def titled(deployment):
+    """The run form's fields titled for people (``Request``, not ``request``).
+
+    Prefect titles every parameter with its Python name and takes the help text from the flow's
+    docstring ``Args:``; the title is set on the deployment's parameter schema (the form reads it).
+    """
+    schema = getattr(deployment, "_parameter_openapi_schema", None)
+    for name, prop in (getattr(schema, "properties", None) or {}).items():
+        if prop.get("title") == name:
+            prop["title"] = name.replace("_", " ").capitalize()
+    return deployment
 
 
 def require_api_url(value: str | None) -> str:

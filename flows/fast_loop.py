@@ -30,7 +30,8 @@ def subtask_run_name(round_no: int, index: int, intent: str) -> str:
 
 @flow(name="subtask", validate_parameters=False, log_prints=False, persist_result=False)
 async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[str],
-                       blocked_targets: list[str]) -> SubTaskOutcome:
+                       blocked_targets: list[str],
+                       blocked_pairs: list[tuple[str, str]] | None = None) -> SubTaskOutcome:
     """Run one subtask's fast loop and return its final outcome."""
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
@@ -38,7 +39,7 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
     SCOPE.set({**SCOPE.get(), "subtask": subtask.subtask_id})  # this subflow's own context (gathered task)
     recorder = rt.decisions.tool_call if rt.decisions is not None else None
     toolbox = ToolBox(rt.settings, rt.workspace, rt.gate, set(blocked_tools), set(blocked_targets),
-                      recorder=recorder)
+                      recorder=recorder, blocked_pairs={tuple(p) for p in blocked_pairs or []}, created=rt.created)
     trajectory: list[GapPoint] = []
     correction = None
     max_attempts = rt.settings.ggs.max_retries + 1
@@ -50,10 +51,10 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
         except RunFailure as exc:
             return _finish(rt, subtask, None, trajectory, attempt, str(exc), exc.failure_class, logger)
         denials = toolbox.law1_denials[denied_before:]
-        if denials:
-            reason = "; ".join(f"[LAW1] denied: {d.command}" for d in denials)
+        if denials:  # a person's answer: a constraint for the planner, never a failed target
+            reason = "; ".join(f"[LAW1] denied: {d.command} ({d.reason})" for d in denials)
             rt.law1_events.extend(f"denied: {d.command}" for d in denials)
-            return _finish(rt, subtask, result, trajectory, attempt, reason, "environmental", logger)
+            return _finish(rt, subtask, result, trajectory, attempt, reason, "environmental", logger, kind="denied")
         try:
             answer = await validate_task(runtime_id, subtask, result, attempt)
         except RunFailure as exc:
@@ -64,7 +65,7 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
             failure_class = trajectory[-1].failure_class or "logical"
             outcome = r4a.outcome(subtask, "failed", result, verdicts, trajectory,
                                   failure_reason=f"executor reported failure: {result.output[:300]}",
-                                  failure_class=failure_class)
+                                  failure_class=failure_class, answer=answer)
             logger.warning("executor failed (%s), no retry: %s", failure_class, result.output[:200])
             return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
         if all(v.verdict == "pass" for v in verdicts):
@@ -75,7 +76,7 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
             unmet = [v.criterion for v in verdicts if v.verdict == "fail"]
             outcome = r4a.outcome(subtask, "failed", result, verdicts, trajectory,
                                   failure_reason=f"criteria unmet after {attempt} attempts: {'; '.join(unmet)}",
-                                  failure_class=trajectory[-1].failure_class)
+                                  failure_class=trajectory[-1].failure_class, answer=answer)
             logger.warning("failed after %d attempts: %s", attempt, outcome.failure_reason)
             return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
         correction = r4a.correction(subtask, attempt, verdicts, answer, result)
@@ -85,13 +86,13 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
 
 
 def _finish(rt, subtask: SubTask, result: ExecutionResult | None, trajectory: list[GapPoint], attempt: int,
-            reason: str, failure_class: str, logger) -> SubTaskOutcome:
+            reason: str, failure_class: str, logger, kind: str | None = None) -> SubTaskOutcome:
     """An immediate failure (no retry): every criterion fails with the failure's class."""
     verdicts = r4a.immediate_failure(subtask, reason, failure_class)
     trajectory.append(r4a.gap_point(attempt, verdicts))
     result = result or ExecutionResult(subtask_id=subtask.subtask_id, status="failed", output=reason)
     logger.warning("failed immediately (%s): %s", failure_class, reason)
     outcome = r4a.outcome(subtask, "failed", result, verdicts, trajectory, failure_reason=reason,
-                          failure_class=failure_class)
+                          failure_class=failure_class, kind=kind)
     return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
 

@@ -2,9 +2,9 @@
 
 Subtasks of one sequence group run concurrently (their subflows are gathered);
 a later group sees the earlier groups' outputs in its context.  When a group fails,
-later groups are not run (they would lack their inputs) and are reported as failed
-so D stays honest.  The round ends with R4b's OutcomeSummary or ReplanRequest, which
-the medium loop hands to the GGS.
+later groups are not run (they would lack their inputs) and are reported as skipped:
+unmet for D, so D stays honest, but no evidence about the approach for P.  The round
+ends with R4b's OutcomeSummary or ReplanRequest, which the medium loop hands to the GGS.
 """
 
 from __future__ import annotations
@@ -43,16 +43,19 @@ def round_run_name(round_no: int, directive: PlanDirective | None) -> str:
 @flow(name="round", validate_parameters=False, log_prints=False, persist_result=False)
 async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: PlanDirective | None,
                      blocked_tools: list[str], blocked_targets: list[str],
-                     prior_summary: str = "") -> OutcomeSummary | ReplanRequest:
-    """Plan and run one round; return R4b's verdict for the GGS."""
+                     prior_summary: str = "", evidence: str = "") -> OutcomeSummary | ReplanRequest:
+    """Plan and run one round; return R4b's verdict for the GGS (``evidence``: the last round's calls)."""
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
     calibration = _calibrate(rt, spec, blocked_tools, blocked_targets)
+    rt.served_sops = [*calibration.sops, *calibration.tool_sops] if calibration is not None else []
     must_not_tools = set(blocked_tools) | set(getattr(calibration, "must_not_tools", set()))
     must_not_targets = set(blocked_targets) | set(getattr(calibration, "must_not_targets", set()))
+    pairs = sorted(getattr(calibration, "must_not_pairs", set()))  # memory: that tool on that target only
     block = calibration.prompt_block() if calibration is not None else ""
     try:
-        plan = await _plan(runtime_id, spec, block, directive, must_not_tools, must_not_targets, prior_summary)
+        plan = await _plan(runtime_id, spec, block, directive, must_not_tools, must_not_targets, prior_summary,
+                           evidence, pairs)
     except RunFailure as exc:  # a plan that broke the rules twice, or the planner's endpoint failing
         logger.error("round %d failed honestly: %s", round_no, exc)
         return _rejected_round(rt, spec, str(exc), exc.failure_class)
@@ -61,7 +64,8 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
         logger.warning(cap_note)
     manifest, groups = plan_rules.dispatch(plan, spec.task_id, round_no)
     rt.bus.publish(manifest, "R2", "R4b")
-    outcomes = await _run_groups(runtime_id, rt, round_no, groups, sorted(must_not_tools), sorted(must_not_targets))
+    outcomes = await _run_groups(runtime_id, rt, round_no, groups, sorted(must_not_tools), sorted(must_not_targets),
+                                 pairs)
     merged = r4b.merge_outputs(outcomes)
     verdicts, summary = None, ""
     if r4b.needs_llm(outcomes):
@@ -90,7 +94,7 @@ def _calibrate(rt: Runtime, spec: TaskSpec, blocked_tools: list[str], blocked_ta
         logger.warning("memory calibration unavailable: %s", exc)
         return None
     query = MemoryQuery(task_id=spec.task_id, space=calibration.space, entity=calibration.entity,
-                        potentials=calibration.potentials, sop_count=len(calibration.sops))
+                        potentials=calibration.potentials, sop_count=len(calibration.sops) + len(calibration.tool_sops))
     rt.bus.publish(query, "R2", "R5")
     logger.info("memory %s/%s: %s", query.space, query.entity,
                 query.potentials.action if query.potentials else "none")
@@ -98,7 +102,8 @@ def _calibrate(rt: Runtime, spec: TaskSpec, blocked_tools: list[str], blocked_ta
 
 
 async def _plan(runtime_id: str, spec: TaskSpec, block: str, directive: PlanDirective | None,
-                must_not_tools: set[str], must_not_targets: set[str], prior_summary: str) -> PlanAnswer:
+                must_not_tools: set[str], must_not_targets: set[str], prior_summary: str,
+                evidence: str = "", pairs: list[tuple[str, str]] = ()) -> PlanAnswer:
     """Ask R2; a plan that breaks the rules is re-asked once with the problems, then rejected.
 
     Size alone never rejects the re-asked plan: it is capped (and the cap logged) instead.
@@ -106,9 +111,10 @@ async def _plan(runtime_id: str, spec: TaskSpec, block: str, directive: PlanDire
     problems: list[str] | None = None
     for suffix in ("", " · re-ask"):
         plan = await plan_task(runtime_id, spec, block, directive, must_not_tools, must_not_targets,
-                               prior_summary, problems, suffix=suffix)
+                               prior_summary, problems, suffix=suffix, evidence=evidence)
         size_limit = None if suffix else plan_rules.MAX_SUBTASKS
-        problems = plan_rules.validate_plan(plan, must_not_tools, must_not_targets, max_subtasks=size_limit)
+        problems = plan_rules.validate_plan(plan, must_not_tools, must_not_targets, max_subtasks=size_limit,
+                                            workspace=get_runtime(runtime_id).workspace, must_not_pairs=pairs)
         if not problems:
             return plan
         get_run_logger().warning("plan rejected: %s", "; ".join(problems))
@@ -116,7 +122,8 @@ async def _plan(runtime_id: str, spec: TaskSpec, block: str, directive: PlanDire
 
 
 async def _run_groups(runtime_id: str, rt: Runtime, round_no: int, groups: list[list[SubTask]],
-                      blocked_tools: list[str], blocked_targets: list[str]) -> list[SubTaskOutcome]:
+                      blocked_tools: list[str], blocked_targets: list[str],
+                      blocked_pairs: list[tuple[str, str]] = ()) -> list[SubTaskOutcome]:
     """Run sequence groups in order, each group's subtasks concurrently."""
     outcomes: list[SubTaskOutcome] = []
     index = 0
@@ -130,17 +137,17 @@ async def _run_groups(runtime_id: str, rt: Runtime, round_no: int, groups: list[
             index += 1
             st = st.model_copy(update={"context": plan_rules.group_context(st.context, outcomes)}) if outcomes else st
             named = subtask_flow.with_options(flow_run_name=subtask_run_name(round_no, index, st.intent))
-            runs.append(named(runtime_id, st, blocked_tools, blocked_targets))
+            runs.append(named(runtime_id, st, blocked_tools, blocked_targets, list(blocked_pairs)))
         outcomes.extend(await asyncio.gather(*runs))
     return outcomes
 
 
 def _not_run(rt: Runtime, subtask: SubTask) -> SubTaskOutcome:
-    """A later-group subtask skipped because an earlier group failed."""
+    """A later-group subtask skipped because an earlier group failed (unmet in D, never in P)."""
     reason = "not run: an earlier sequence group failed"
     verdicts = r4a.immediate_failure(subtask, reason, "logical")
     outcome = r4a.outcome(subtask, "failed", None, verdicts, [r4a.gap_point(1, verdicts)],
-                          failure_reason=reason, failure_class="logical")
+                          failure_reason=reason, failure_class="logical", kind="skipped")
     return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
 
 

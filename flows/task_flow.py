@@ -39,7 +39,8 @@ from artoo.tasks.decision_log import DecisionLog, in_scope
 from artoo.tasks.ggs.controller import GGSController
 from artoo.tasks.ggs.task import artifact_key, ggs_task
 from artoo.tasks.llm import OpenAICompatLLM, cost_report
-from artoo.tasks.prefect_tasks import perceive_task
+from artoo.tasks.prefect_tasks import failure_report_task, perceive_task
+from artoo.tasks.roles.planner import evidence_block
 from artoo.tasks.runtime import Runtime, drop, register
 from artoo.tasks.session import append_history, load_history
 
@@ -72,7 +73,14 @@ def task_run_name() -> str:
 @flow(name="artoo-task", flow_run_name=task_run_name, validate_parameters=True, log_prints=False,
       persist_result=False)
 async def artoo_task(request: str, workspace: str | None = None) -> dict[str, Any]:
-    """Run one request through the full loop; returns the FinalResult as JSON data."""
+    """Run one request through the full loop; returns the FinalResult as JSON data.
+
+    Args:
+        request: What you want done, in plain words, as you would ask a colleague (for example: count
+            the lines in notes.txt and write the number to count.txt).
+        workspace: The folder where new files are written; leave empty for the configured workspace
+            (ARTOO_WORKSPACE, default ~/artoo_workspace).
+    """
     settings = load_settings()
     home = settings.home_dir
     ws = Path(workspace).expanduser() if workspace else settings.workspace_dir
@@ -88,7 +96,8 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
         append_history(home, request, final.summary)
         document = {"final": final.model_dump(mode="json"), "cost": cost_report(runtime.llm.records),
                     "tool_seconds": round(runtime.tool_seconds, 3),
-                    "wall_seconds": round(time.monotonic() - started, 3)}
+                    "wall_seconds": round(time.monotonic() - started, 3),
+                    "law1_wait_seconds": round(sum(runtime.law1_waits), 3)}
         runtime.decisions.write("end", **document)
         return document
     finally:
@@ -145,11 +154,14 @@ def _open_runtime(settings: Settings, workspace: Path, request: str) -> Runtime:
         logger.warning("memory store unavailable, planning without it: %s", exc)
     law1: list[str] = []
     mode = resolve_mode(settings)
+    waits: list[float] = []
     llm = OpenAICompatLLM(settings, max_retries=settings.llm_max_retries)
     llm.observer = decisions.llm_call
     runtime = Runtime(settings=settings, llm=llm, store=store,
                       bus=Bus("pending", run_id=flow_run.id, sink=decisions.bus_message), workspace=workspace,
-                      gate=make_gate(settings, mode, law1), law1_events=law1, decisions=decisions)
+                      gate=make_gate(settings, mode, law1, waits, top_run_id=flow_run.id), law1_events=law1,
+                      decisions=decisions,
+                      law1_waits=waits)
     logger.info("workspace %s, Law-1 confirmations: %s", workspace, mode)
     return runtime
 
@@ -163,25 +175,33 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
     rt.decisions.task(spec.task_id, spec.intent)
     rt.bus.publish(spec, "R1", "R2")
     controller = GGSController(spec.task_id, spec.intent, rt.settings.ggs)
-    directive, prior_summary, round_no = None, "", 1
+    directive, prior_summary, evidence, round_no = None, "", "", 1
     while True:
         blocked_tools = list(directive.blocked_tools) if directive else []
         blocked_targets = list(directive.blocked_targets) if directive else []
         named = round_flow.with_options(flow_run_name=round_run_name(round_no, directive))
         with in_scope(round=round_no):
             message = await named(runtime_id, spec, round_no, directive, blocked_tools, blocked_targets,
-                                  prior_summary)
+                                  prior_summary, evidence)
             elapsed_ms = (time.monotonic() - started) * 1000
-            decision = await ggs_task(runtime_id, controller, message, elapsed_ms, round_no)
+            paused_ms = sum(rt.law1_waits) * 1000  # the person's time answering Law 1: not the agent's, not in Ω
+            if paused_ms:
+                logger.info("Ω excludes %.1f s spent waiting for Law-1 answers", paused_ms / 1000)
+            decision = await ggs_task(runtime_id, controller, message, elapsed_ms, round_no, paused_ms)
         if decision.final is not None:
             break
         directive = decision.directive
         prior_summary = getattr(message, "gap_summary", "") or ""
+        evidence = evidence_block(getattr(message, "failed_outcomes", []))
         round_no += 1
-    final = _with_law1(decision.final, rt.law1_events)
+    final = decision.final
+    if final.directive == "abandon":  # spec v0.9: one R2 call reports what was achieved and what to try
+        final = await failure_report_task(runtime_id, spec, final, decision.trajectory)
+    final = _with_law1(final, rt.law1_events)
     rt.bus.publish(final, "R7", "user")
     logger.info("final: %s (%d replans) — %s", final.directive, final.replans, final.summary)
-    await acreate_markdown_artifact(key=artifact_key("final", spec.task_id), markdown=final_markdown(final),
+    await acreate_markdown_artifact(key=artifact_key("final", spec.task_id),
+                                    markdown=final_markdown(final, rt.llm.records),
                                     description=f"FinalResult of `{spec.task_id}`")
     return final
 
@@ -194,8 +214,8 @@ def _with_law1(final: FinalResult, decisions: list[str]) -> FinalResult:
     return final.model_copy(update={"summary": final.summary + note})
 
 
-def final_markdown(final: FinalResult) -> str:
-    """The FinalResult as the markdown artifact a person reads first."""
+def final_markdown(final: FinalResult, records: list | None = None) -> str:
+    """The FinalResult as the markdown artifact a person reads first, with the per-role LLM cost."""
     label = {"accept": "✅ accepted", "success": "✅ success (within threshold)", "abandon": "⛔ abandoned"}
     lines = [f"# {label.get(final.directive, final.directive)}: `{final.task_id}`", "", final.summary, "",
              "| D | P | Ω | L | ∇L | replans |", "|---|---|---|---|---|---|",
@@ -204,7 +224,24 @@ def final_markdown(final: FinalResult) -> str:
     if final.next_steps:
         lines += ["", "## What to try next", *[f"- {step}" for step in final.next_steps]]
     lines += ["", "## Output", "```json", _json(final.output)[:6000], "```"]
+    if records is not None:
+        lines += ["", *cost_markdown(records)]
     return "\n".join(lines)
+
+
+def cost_markdown(records: list) -> list[str]:
+    """The cost by role as a markdown table; the abandon report's own call is named on its own line."""
+    lines = ["## Cost by role", "", "| role | LLM calls | prompt tokens | completion tokens | LLM seconds |",
+             "|---|---|---|---|---|"]
+    for role, row in sorted(cost_report(records).items()):
+        lines.append(f"| {role} | {row['calls']} | {row['prompt_tokens']} | {row['completion_tokens']} "
+                     f"| {row['llm_seconds']:.2f} |")
+    report = [r for r in records if r.schema == "FailureReport"]
+    if report:
+        lines += ["", f"Failure report (R2, on abandon): {len(report)} call, "
+                      f"{sum(r.prompt_tokens + r.completion_tokens for r in report)} tokens, "
+                      f"{sum(r.latency_s for r in report):.2f} s (included above)."]
+    return lines
 
 
 def _json(value: Any) -> str:

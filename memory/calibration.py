@@ -1,16 +1,21 @@
 """R2's Memory Calibration Protocol (spec R2 / paper §4.5): memory → plan constraints, no LLM.
 
 ``calibrate`` is pure.  It maps the intent pair's action (Exploit → SHOULD PREFER,
-Avoid → MUST NOT, Caution → CAUTION, Ignore → omitted), adds the C-level SOPs (σ > 0
-prefer, else must not) and what ``tool:*``/``path:*`` Megrams say about tools and
-targets, keeps the strongest ``max_entries`` memory lines (MUST NOT first, in the spec's
+Avoid → MUST NOT, Caution → CAUTION, Ignore → omitted) and quotes, from the intent's
+newest Megrams, what was tried and what happened (a line that only says "an approach
+failed" cannot steer a plan away from it); adds the C-level SOPs of the intent and of the
+tool pairs (σ > 0 prefer, else must not) and what ``tool:*``/``path:*`` Megrams say about
+tools and targets, keeps the strongest ``max_entries`` memory lines (MUST NOT first, in the spec's
 priority order), and merges the MUST NOT set with the GGS's blocked tools and targets.
 
-Tool memory is read the way the GGS writes it: one Megram per (tool, target).  A tool
-whose pairs add up to Avoid failed logically (change_approach: "tool class
-blacklisted") and goes into ``must_not_tools``; a single pair that is Avoid while its
-tool overall is not marks the *target* as failing (``must_not_targets``).  A SHOULD
-PREFER line that names a tool or target under MUST NOT is dropped: MUST NOT wins.
+Tool memory is read the way the GGS writes it: one Megram per (tool, target), and each
+pair stands alone.  A pair that is Avoid restricts *that tool on that target*
+(``must_not_pairs``: "MUST NOT use shell on /srv/x"); it never takes the tool away
+everywhere, because the pairs of a tool come from other tasks on other paths, and summing
+them would let one bad week on one directory ban ``shell`` for every task (paper §6.3:
+the tool is not at fault when a path is blocked).  Only the GGS's ``blocked_tools`` of
+*this* task become ``must_not_tools``.  A SHOULD PREFER line that names a tool, target
+or pair under MUST NOT is dropped: MUST NOT wins.
 """
 
 from __future__ import annotations
@@ -19,10 +24,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from artoo.config.contracts import Potentials, SOPRecord
-from artoo.config.settings import MemoryParams
-from artoo.memory.potentials import combine
-from artoo.memory.tags import ENV_LOCAL, intent_space, tool_space
+from artoo.config.contracts import Megram, Potentials, SOPRecord
+from artoo.memory.tags import ENV_LOCAL, episode_quote, intent_space, tool_space
 
 
 class Calibration(BaseModel):
@@ -33,10 +36,14 @@ class Calibration(BaseModel):
     caution: list[str] = Field(default_factory=list, description="CAUTION lines: confirm or sandbox.")
     must_not_tools: set[str] = Field(default_factory=set, description="Tools no subtask may use.")
     must_not_targets: set[str] = Field(default_factory=set, description="Inputs no tool may be given.")
+    must_not_pairs: set[tuple[str, str]] = Field(
+        default_factory=set, description="(tool, target) pairs from memory: that tool must not be given that target."
+    )
     space: str = Field("", description="The intent's memory space that was queried.")
     entity: str = Field(ENV_LOCAL, description="The entity that was queried.")
     potentials: Potentials | None = Field(None, description="QueryMK's answer for (space, entity).")
     sops: list[SOPRecord] = Field(default_factory=list, description="QueryC's answer for (space, entity).")
+    tool_sops: list[SOPRecord] = Field(default_factory=list, description="The C-level SOPs of tool pairs read.")
 
     def prompt_block(self) -> str:
         """The calibration as planner-prompt text ('' when memory has nothing to say)."""
@@ -55,6 +62,9 @@ class Calibration(BaseModel):
         if self.must_not_targets:
             targets = ", ".join(sorted(self.must_not_targets))
             sections.append(f"Targets that must not be reused as tool inputs: {targets}")
+        if self.must_not_pairs:
+            pairs = ", ".join(f"{tool!r} on {target!r}" for tool, target in sorted(self.must_not_pairs))
+            sections.append(f"Tool/target pairs that must not be used (other tools and targets are fine): {pairs}")
         return "MEMORY CALIBRATION\n" + "\n\n".join(sections) if sections else ""
 
 
@@ -72,19 +82,23 @@ def _numbers(p: Potentials) -> str:
     return f"decision {p.decision:+.2f}, attention {p.attention:.2f}"
 
 
-def _intent_entry(intent: str, p: Potentials) -> _Entry | None:
+def _quote(episode: Megram | None) -> str:
+    return f" — last time: {episode_quote(episode.content)}" if episode is not None else ""
+
+
+def _intent_entry(intent: str, p: Potentials, episodes: list[Megram]) -> _Entry | None:
+    """The intent's action, quoting the newest episode that explains it (what was tried, what happened)."""
+    failed = next((e for e in episodes if e.sigma < 0), None)
+    worked = next((e for e in episodes if e.sigma > 0), None)
     if p.action == "Exploit":
-        text = f"the approach that worked before for tasks like {intent!r} ({_numbers(p)})"
+        text = f"the approach that worked before for tasks like {intent!r} ({_numbers(p)}){_quote(worked)}"
         return _Entry("prefer", 5, p.decision, text)
     if p.action == "Avoid":
-        return _Entry(
-            "must_not",
-            1,
-            -p.decision,
-            f"repeat the approach that failed before for tasks like {intent!r} ({_numbers(p)})",
-        )
+        text = f"repeat the approach that failed before for tasks like {intent!r} ({_numbers(p)}){_quote(failed)}"
+        return _Entry("must_not", 1, -p.decision, text)
     if p.action == "Caution":
-        return _Entry("caution", 7, p.attention, f"tasks like {intent!r} have a mixed record ({_numbers(p)})")
+        text = f"tasks like {intent!r} have a mixed record ({_numbers(p)}){_quote(failed)}{_quote(worked)}"
+        return _Entry("caution", 7, p.attention, text)
     return None
 
 
@@ -94,63 +108,39 @@ def _sop_entry(sop: SOPRecord) -> _Entry:
     return _Entry("must_not", 0, abs(sop.sigma) or 1.0, sop.content)
 
 
+def _tool_sop_entry(sop: SOPRecord) -> _Entry:
+    """A rule distilled for one (tool, target) pair: prefer it there, or never use that tool there."""
+    tool, target = _strip(sop.space, "tool:"), _strip(sop.entity, "path:")
+    if sop.sigma > 0:
+        return _Entry("prefer", 4, sop.sigma, f"the tool {tool!r} on {target!r}: {sop.content}", tool, target)
+    text = f"use the tool {tool!r} on {target!r}: {sop.content}"
+    return _Entry("must_not", 0, abs(sop.sigma) or 1.0, text, tool, target)
+
+
 def _strip(value: str, prefix: str) -> str:
     return value[len(prefix) :] if value.startswith(prefix) else value
 
 
-def _tool_entries(tool_memory: list[tuple[str, str, Potentials]], params: MemoryParams) -> list[_Entry]:
-    by_tool: dict[str, list[tuple[str, Potentials]]] = {}
-    for space, entity, p in tool_memory:
+def _pair_entry(tool: str, target: str, p: Potentials) -> _Entry | None:
+    """One (tool, target) pair's line; the pair alone decides, never the tool's other pairs."""
+    if p.action == "Avoid":
+        text = f"use the tool {tool!r} on {target!r} (failed before; {_numbers(p)})"
+        return _Entry("must_not", 3, -p.decision, text, tool=tool, target=target)
+    if p.action == "Exploit":
+        return _Entry("prefer", 6, p.decision, f"the tool {tool!r} on {target!r} ({_numbers(p)})", tool, target)
+    if p.action == "Caution":
+        text = f"the tool {tool!r} on {target!r} has a mixed or dead-end record ({_numbers(p)})"
+        return _Entry("caution", 8, p.attention, text, tool=tool, target=target)
+    return None
+
+
+def _tool_entries(tool_memory: list[tuple[str, str, Potentials]]) -> list[_Entry]:
+    entries = []
+    for space, entity, p in sorted(tool_memory, key=lambda row: (row[0], row[1])):
         if space.startswith("tool:"):
-            by_tool.setdefault(_strip(space, "tool:"), []).append((_strip(entity, "path:"), p))
-    entries: list[_Entry] = []
-    for tool, pairs in sorted(by_tool.items()):
-        overall = combine((p for _, p in pairs), params)
-        if overall.action == "Avoid":
-            entries.append(
-                _Entry(
-                    "must_not",
-                    2,
-                    -overall.decision,
-                    f"use the tool {tool!r} (failed before; {_numbers(overall)})",
-                    tool=tool,
-                )
-            )
-            continue
-        for target, p in pairs:
-            if p.action == "Avoid":
-                entries.append(
-                    _Entry(
-                        "must_not",
-                        3,
-                        -p.decision,
-                        f"give {target!r} to the tool {tool!r} (failed before; {_numbers(p)})",
-                        tool=tool,
-                        target=target,
-                    )
-                )
-            elif p.action == "Exploit":
-                entries.append(
-                    _Entry(
-                        "prefer",
-                        6,
-                        p.decision,
-                        f"the tool {tool!r} on {target!r} ({_numbers(p)})",
-                        tool=tool,
-                        target=target,
-                    )
-                )
-            elif p.action == "Caution":
-                entries.append(
-                    _Entry(
-                        "caution",
-                        8,
-                        p.attention,
-                        f"the tool {tool!r} on {target!r} has a mixed or dead-end record ({_numbers(p)})",
-                        tool=tool,
-                        target=target,
-                    )
-                )
+            entry = _pair_entry(_strip(space, "tool:"), _strip(entity, "path:"), p)
+            if entry is not None:
+                entries.append(entry)
     return entries
 
 
@@ -162,32 +152,38 @@ def calibrate(
     blocked_tools: list[str] | set[str],
     blocked_targets: list[str] | set[str],
     max_entries: int = 10,
-    params: MemoryParams | None = None,
+    *,
+    tool_sops: list[SOPRecord] = (),
+    episodes: list[Megram] = (),
 ) -> Calibration:
-    """The calibration for one planning round (pure: no I/O, no LLM)."""
-    params = params or MemoryParams()
-    entries = [_sop_entry(s) for s in sops] + _tool_entries(tool_memory, params)
-    if (intent_entry := _intent_entry(intent, potentials)) is not None:
+    """The calibration for one planning round (pure: no I/O, no LLM).
+
+    ``tool_sops`` are the C rules of tool pairs; ``episodes`` the intent's newest Megrams,
+    newest first, whose content the intent's line quotes.
+    """
+    entries = [_sop_entry(s) for s in sops] + [_tool_sop_entry(s) for s in tool_sops] + _tool_entries(tool_memory)
+    if (intent_entry := _intent_entry(intent, potentials, list(episodes))) is not None:
         entries.append(intent_entry)
     entries.sort(key=lambda e: (e.rank, -e.weight, e.text))
     kept = entries[: max(0, max_entries)]
-    tools = set(blocked_tools) | {
-        e.tool for e in kept if e.section == "must_not" and e.target is None and e.tool
-    }
-    targets = set(blocked_targets) | {e.target for e in kept if e.section == "must_not" and e.target}
-    kept = [e for e in kept if e.section == "must_not" or (e.tool not in tools and e.target not in targets)]
+    tools, targets = set(blocked_tools), set(blocked_targets)
+    pairs = {(e.tool, e.target) for e in kept if e.section == "must_not" and e.tool and e.target}
+    kept = [e for e in kept if e.section == "must_not"
+            or (e.tool not in tools and e.target not in targets and (e.tool, e.target) not in pairs)]
     must_not = [e.text for e in kept if e.section == "must_not"]
-    must_not += [f"use the tool {t!r} (blocked in this task)" for t in sorted(set(blocked_tools))]
-    must_not += [f"reuse {t!r} as a tool input (blocked in this task)" for t in sorted(set(blocked_targets))]
+    must_not += [f"use the tool {t!r} (blocked in this task)" for t in sorted(tools)]
+    must_not += [f"reuse {t!r} as a tool input (blocked in this task)" for t in sorted(targets)]
     return Calibration(
         space=intent_space(intent),
         potentials=potentials,
         sops=list(sops),
+        tool_sops=list(tool_sops),
         prefer=[e.text for e in kept if e.section == "prefer"],
         must_not=must_not,
         caution=[e.text for e in kept if e.section == "caution"],
         must_not_tools=tools,
         must_not_targets=targets,
+        must_not_pairs=pairs,
     )
 
 
@@ -198,14 +194,17 @@ def calibrate_from_store(
     blocked_targets: list[str] | set[str],
     plan_tools: list[str] | None = None,
 ) -> Calibration:
-    """Derive tags, query C and MK for the intent and the plan's tool pairs, then calibrate."""
+    """Derive tags, query C and MK for the intent, the tool pairs' memory and SOPs, then calibrate."""
     space = intent_space(intent)
     sops = store.query_c(space, ENV_LOCAL)
     potentials = store.query_mk(space, ENV_LOCAL)
     pairs = store.pairs_with_space_prefix("tool:")
+    tool_sops = store.query_c_prefix("tool:")
     if plan_tools is not None:
         wanted = {tool_space(t) for t in plan_tools}
         pairs = [pair for pair in pairs if pair[0] in wanted]
+        tool_sops = [sop for sop in tool_sops if sop.space in wanted]
+    episodes = store.recent(space, ENV_LOCAL) if potentials.action != "Ignore" else []
     return calibrate(
         intent,
         sops,
@@ -214,5 +213,6 @@ def calibrate_from_store(
         blocked_tools,
         blocked_targets,
         store.params.max_calibration_entries,
-        store.params,
+        tool_sops=tool_sops,
+        episodes=episodes,
     )

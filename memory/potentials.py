@@ -90,12 +90,3 @@ def action_for(attention: float, decision: float, params: MemoryParams) -> Memor
 def make_potentials(attention: float, decision: float, params: MemoryParams) -> Potentials:
     """The Potentials contract with its action."""
     return Potentials(attention=attention, decision=decision, action=action_for(attention, decision, params))
-
-
-def combine(parts: Iterable[Potentials], params: MemoryParams) -> Potentials:
-    """Potentials of a union of pairs: the channels are sums, so they add."""
-    attention = decision = 0.0
-    for p in parts:
-        attention += p.attention
-        decision += p.decision
-    return make_potentials(attention, decision, params)

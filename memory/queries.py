@@ -39,6 +39,14 @@ FROM (SELECT f, sigma, {WEIGHT.format(ref="ref")} AS w FROM rows)
 
 C_SQL = f"SELECT id, content, sigma FROM megrams WHERE {PAIR} AND level = 'C' ORDER BY created_at, id"
 
+C_PREFIX_SQL = """SELECT id, space, entity, content, sigma FROM megrams
+WHERE starts_with(space, $prefix) AND level = 'C' ORDER BY created_at, id"""
+"""Every C rule whose space starts with a prefix (the SOPs distilled for tool pairs)."""
+
+RECENT_SQL = f"""SELECT id, level, created_at, content, state, f, sigma, k FROM megrams
+WHERE {PAIR} AND level IN ('M', 'K') ORDER BY created_at DESC, id DESC LIMIT $limit"""
+"""The newest M/K Megrams of one pair: what happened, for the planner to quote."""
+
 SPACE_SQL = f"""
 WITH {_PENDING},
 db AS (SELECT id, space, entity, f, sigma, k, epoch_us(coalesce(last_recalled_at, created_at)) AS ref

@@ -44,7 +44,15 @@ from artoo.memory.ingest import IngestResult, ingest_spools
 from artoo.memory.locks import StoreLock
 from artoo.memory.pending import PendingView
 from artoo.memory.potentials import NEGATIVE_FEEDBACK, make_potentials, now_us, to_us
-from artoo.memory.queries import C_SQL, MK_PENDING_SQL, MK_SQL, SPACE_SQL, pending_params
+from artoo.memory.queries import (
+    C_PREFIX_SQL,
+    C_SQL,
+    MK_PENDING_SQL,
+    MK_SQL,
+    RECENT_SQL,
+    SPACE_SQL,
+    pending_params,
+)
 from artoo.memory.schema import LATEST_VERSION, compact, migrate, needs_compaction, schema_version, tag_key
 from artoo.memory.spool import ROTATE_BYTES, SpoolWriter, encode_megram, encode_recall, megram_problem
 
@@ -167,6 +175,34 @@ class MemoryStore:
             at = now_us()
             self._writer.append(b"".join(encode_recall(r.id, space, entity, at) for r in records))
         return records
+
+    def query_c_prefix(self, prefix: str, *, recall: bool = True) -> list[SOPRecord]:
+        """C-level rules of every pair whose space starts with ``prefix`` (e.g. the tool-pair SOPs); recalled."""
+        with self._reading() as con:
+            rows = con.execute(C_PREFIX_SQL, {"prefix": prefix}).fetchall()
+            seen = {r[0] for r in rows}
+            pending = self._pending.refresh().with_space(prefix, True, ("C",))
+        rows += [(m.id, m.space, m.entity, m.content, m.sigma)
+                 for m in sorted(pending, key=lambda m: m.created_us) if m.id not in seen]
+        records = [SOPRecord(id=i, space=sp, entity=e, content=c, sigma=sg) for i, sp, e, c, sg in rows]
+        if recall and records and not self._closed:
+            at = now_us()
+            self._writer.append(b"".join(encode_recall(r.id, r.space, r.entity, at) for r in records))
+        return records
+
+    def recent(self, space: str, entity: str, limit: int = 3) -> list[Megram]:
+        """The pair's newest M/K Megrams (DuckDB ∪ spool), newest first: what happened, to quote."""
+        pair = {"tag": tag_key(space, entity), "space": space, "entity": entity, "limit": limit}
+        with self._reading() as con:
+            rows = con.execute(RECENT_SQL, pair).fetchall()
+            pending = self._pending.refresh().of_pair(space, entity, ("M", "K"))
+        found = {r[0]: Megram(id=r[0], level=r[1], created_at=r[2].replace(tzinfo=UTC), space=space,
+                              entity=entity, content=r[3], state=r[4], f=r[5], sigma=r[6], k=r[7]) for r in rows}
+        for m in pending:
+            found.setdefault(m.id, Megram(id=m.id, level=m.level, space=space, entity=entity, content=m.content,
+                                          created_at=datetime.fromtimestamp(m.created_us / 1e6, UTC),
+                                          state=m.state, f=m.f, sigma=m.sigma, k=m.k))
+        return sorted(found.values(), key=lambda m: (m.created_at, m.id), reverse=True)[:limit]
 
     def pairs_with_space_prefix(
         self, prefix: str, at: datetime | None = None

@@ -1,6 +1,7 @@
-"""Memory tag conventions shared by the GGS (writer) and calibration (reader).
+"""Memory tag and content conventions shared by the GGS (writer) and calibration (reader).
 
-Kept in one place so the writer and the reader can never disagree on a tag.
+Kept in one place so the writer and the reader can never disagree on a tag, or on how an
+intent Megram's content says what was tried and what happened.
 """
 
 from __future__ import annotations
@@ -29,3 +30,31 @@ def tool_space(tool: str) -> str:
 def path_entity(target: str) -> str:
     """The micro-event entity ``path:<target>``."""
     return f"path:{target}"
+
+
+EPISODE_TRIED = "tried: "
+EPISODE_RESULT = "result: "
+NOTHING_TRIED = "(no tool calls)"
+
+
+def episode_content(state: str, intent: str, tried: list[str], result: str) -> str:
+    """An intent Megram's content: what was tried and what happened, one labelled line each.
+
+    The GGS writes it at a terminal state; calibration quotes it in the planner's Avoid or
+    Exploit line, so the next plan knows *which* approach failed or worked, not only that one did.
+    """
+    calls = "; ".join(" ".join(c.split()) for c in tried) or NOTHING_TRIED
+    return f"{state}: {intent}\n{EPISODE_TRIED}{calls}\n{EPISODE_RESULT}{' '.join(result.split())}"
+
+
+def episode_quote(content: str, limit: int = 600) -> str:
+    """The part of an intent Megram's content worth quoting to a planner, at most ``limit`` characters.
+
+    ``tried … | result …`` for contents written by ``episode_content``; the whole text (one
+    line) for older ones, which said only the state, intent and summary.
+    """
+    lines = content.splitlines()
+    tried = next((ln[len(EPISODE_TRIED):] for ln in lines if ln.startswith(EPISODE_TRIED)), None)
+    result = next((ln[len(EPISODE_RESULT):] for ln in lines if ln.startswith(EPISODE_RESULT)), None)
+    text = f"tried {tried} | what happened: {result or '?'}" if tried is not None else " ".join(content.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -34,6 +34,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from artoo.config.errors import ConfigurationError
 from artoo.config.settings import DecisionLogParams, Settings
 from artoo.tasks.redact import Redactor
 
@@ -138,11 +139,14 @@ class DecisionLog:
         self.write("verdict", role=role, answer=data, **where)
 
     def ggs(self, *, task_id: str, intent: str, round_no: int, elapsed_ms: float, params: Any,
-            message: Any, decision: Any) -> None:
-        """One GGS evaluation: exactly the controller's inputs (for replay) and what it decided."""
+            message: Any, decision: Any, paused_ms: float = 0.0) -> None:
+        """One GGS evaluation: exactly the controller's inputs (for replay) and what it decided.
+
+        ``paused_ms`` is the part of ``elapsed_ms`` spent waiting for a Law-1 answer (not in Ω).
+        """
         directive = decision.directive.model_dump(mode="json") if decision.directive is not None else None
         final = decision.final.model_dump(mode="json") if decision.final is not None else None
-        self.write("ggs", task_id=task_id, intent=intent, round=round_no, elapsed_ms=elapsed_ms,
+        self.write("ggs", task_id=task_id, intent=intent, round=round_no, elapsed_ms=elapsed_ms, paused_ms=paused_ms,
                    params=params.model_dump(mode="json"), message=message.model_dump(mode="json"),
                    state=decision.state, loss=decision.loss.model_dump(mode="json"), grad_l=decision.grad_l,
                    urgency=decision.urgency, abandon_reason=decision.abandon_reason, log_line=decision.log_line,
@@ -202,6 +206,16 @@ def find_run(home: Path, key: str | None = None) -> Path | None:
         return root / entries[-1]["file"]
     matches = [e for e in entries if e.get("task_id") == key or str(e.get("run_id", "")).startswith(key)]
     return root / matches[-1]["file"] if matches else None
+
+
+def load_run(home: Path, key: str | None = None) -> tuple[Path, list[dict[str, Any]]]:
+    """The file and records of a task or run (the latest when ``key`` is None); ConfigurationError if none."""
+    path = find_run(home, key)
+    if path is None:
+        what = f"task or run {key!r}" if key else "any run"
+        raise ConfigurationError(f"no decision log for {what} under {decisions_dir(home)} "
+                                 "(runs are recorded from this release on; retention may have removed old ones)")
+    return path, read_records(path)
 
 
 # ---- bounds and retention ----------------------------------------------------------------------

@@ -10,12 +10,14 @@ Everything here is pure: no I/O, no clock, only uuid4 for the ids.
 
 from __future__ import annotations
 
-import re
 import uuid
+from collections.abc import Iterable
 from itertools import groupby
+from pathlib import Path
 
 from artoo.config.contracts import DispatchManifest, SubTask, SubTaskOutcome
 from artoo.config.protocol import PlanAnswer, PlannedSubTask
+from artoo.tasks.failure import looks_like_path, normalise, text_targets
 from artoo.tasks.roles.prompting import as_text, cap, fence_untrusted
 
 MAX_SUBTASKS = 20
@@ -24,34 +26,41 @@ EARLIER_OUTPUT_CHARS = 2000
 """Characters of each earlier subtask's output injected into a later group's context."""
 
 
-def _mentions(text: str, word: str) -> bool:
-    """True when ``word`` occurs in ``text`` as a whole token (case-insensitive)."""
-    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", text, re.IGNORECASE) is not None
-
-
 def _subtask_text(sub: PlannedSubTask) -> str:
     return "\n".join([sub.intent, sub.context, *(c.criterion for c in sub.success_criteria)])
 
 
-def _subtask_problems(n: int, sub: PlannedSubTask, tools: list[str], targets: list[str]) -> list[str]:
+def _subtask_problems(n: int, sub: PlannedSubTask, tools: list[str], targets: list[str],
+                      workspace: str | Path, pairs: list[tuple[str, str]] = ()) -> list[str]:
+    """Rule breaks of one subtask: a blocked tool it declares, a blocked target its text names exactly.
+
+    Prose is never searched for a tool's name ("search the log" does not use ``search``), and a
+    target matches only as the same normalised path, never as a substring of other text.
+    """
     problems = []
     if sub.sequence < 1:
         problems.append(f"subtask {n}: sequence {sub.sequence} is below 1")
     if not any(c.criterion.strip() for c in sub.success_criteria):
         problems.append(f"subtask {n} ({sub.intent!r}) has no success criteria")
-    text = _subtask_text(sub)
-    problems += [f"subtask {n} uses blocked tool {tool!r}" for tool in tools if _mentions(text, tool)]
-    lowered = text.casefold()
-    problems += [f"subtask {n} reuses blocked target {target!r}"
-                 for target in targets if target.casefold() in lowered]
+    declared = {t.strip().casefold() for t in sub.tools}
+    problems += [f"subtask {n} uses blocked tool {tool!r}" for tool in tools if tool.casefold() in declared]
+    named = text_targets(_subtask_text(sub), workspace)
+    problems += [f"subtask {n} reuses blocked target {target!r}" for target in targets if target in named]
+    problems += [f"subtask {n} uses {tool!r} on {target!r}, which memory says failed (another tool may)"
+                 for tool, target in pairs if tool.casefold() in declared and target in named]
     return problems
 
 
 def validate_plan(plan: PlanAnswer, must_not_tools: set[str], must_not_targets: set[str],
-                  max_subtasks: int | None = MAX_SUBTASKS) -> list[str]:
+                  max_subtasks: int | None = MAX_SUBTASKS, workspace: str | Path = "",
+                  must_not_pairs: Iterable[tuple[str, str]] = ()) -> list[str]:
     """The plan's violations of the rules and the MUST NOT set; [] when it may be dispatched.
 
     ``max_subtasks=None`` lets an oversized plan through (the caller caps it with ``cap_plan``).
+    ``workspace`` anchors relative paths in the plan's text, as the tools resolve them.
+    ``must_not_pairs`` (memory's (tool, target) restrictions) break a subtask only when it
+    declares that tool *and* names that target; the tool elsewhere, or the target with
+    another tool, is fine.
     """
     if not plan.subtasks:
         return ["the plan has no subtasks"]
@@ -60,8 +69,10 @@ def validate_plan(plan: PlanAnswer, must_not_tools: set[str], must_not_targets: 
         problems.append(f"the plan has {len(plan.subtasks)} subtasks; at most {max_subtasks} are allowed")
     tools = sorted(t.strip() for t in must_not_tools if t and t.strip())
     targets = sorted(t.strip() for t in must_not_targets if t and t.strip())
+    pairs = sorted({(tool.strip(), normalise(t, workspace) if looks_like_path(t) else t.strip())
+                    for tool, t in must_not_pairs if tool and tool.strip() and t and t.strip()})
     for n, sub in enumerate(plan.subtasks, 1):
-        problems += _subtask_problems(n, sub, tools, targets)
+        problems += _subtask_problems(n, sub, tools, targets, workspace, pairs)
     return problems
 
 

@@ -19,6 +19,7 @@ from artoo.config.contracts import (
     CorrectionSignal,
     DispatchManifest,
     ExecutionResult,
+    FinalResult,
     OutcomeSummary,
     PlanDirective,
     ReplanRequest,
@@ -26,6 +27,7 @@ from artoo.config.contracts import (
     SubTaskOutcome,
     TaskSpec,
 )
+from artoo.config.errors import ArtooError
 from artoo.config.protocol import AgentVerdict, PlanAnswer, TaskVerdict
 from artoo.tasks.roles import agent_validator, executor, meta_validator, perceiver, planner
 from artoo.tasks.runtime import get_runtime
@@ -45,11 +47,11 @@ async def perceive_task(runtime_id: str, raw_input: str, history: list[dict]) ->
 @task(name="R2 · plan", task_run_name="R2 · plan{suffix}", **ROLE_TASK)
 async def plan_task(runtime_id: str, spec: TaskSpec, calibration_block: str, directive: PlanDirective | None,
                     must_not_tools: set[str], must_not_targets: set[str], prior_summary: str,
-                    problems: list[str] | None, suffix: str = "") -> PlanAnswer:
+                    problems: list[str] | None, suffix: str = "", evidence: str = "") -> PlanAnswer:
     """R2: ask the planner for a plan under the MUST NOT set (suffix names a re-ask)."""
     rt = get_runtime(runtime_id)
     answer = await planner.plan(rt.llm, spec, calibration_block, directive, must_not_tools, must_not_targets,
-                                prior_summary, problems)
+                                prior_summary, problems, evidence)
     get_run_logger().info("plan: %d subtasks, %d task criteria", len(answer.subtasks), len(answer.task_criteria))
     return answer
 
@@ -96,6 +98,24 @@ async def meta_validate_task(runtime_id: str, manifest: DispatchManifest, outcom
     for v in answer.verdicts:
         logger.info("  %s %s", "PASS" if v.verdict == "pass" else "FAIL", v.criterion)
     return answer
+
+
+@task(name="R2 · failure report", **ROLE_TASK)
+async def failure_report_task(runtime_id: str, spec: TaskSpec, final: FinalResult,
+                              trajectory: list[dict]) -> FinalResult:
+    """R2 on abandon (spec v0.9): one LLM call for what was achieved, what blocked it, what to try.
+
+    The report is an aid: when the call fails the GGS's own account stands, with a warning.
+    """
+    rt = get_runtime(runtime_id)
+    logger = get_run_logger()
+    try:
+        report = await planner.failure_report(rt.llm, spec, final, trajectory)
+    except ArtooError as exc:
+        logger.warning("no failure report (the GGS's own summary stands): %s", exc)
+        return final
+    logger.info("failure report: achieved %s; blocked by %s", report.achieved, report.blocked_by)
+    return planner.with_report(final, report)
 
 
 def publish_r4b(runtime_id: str, message: OutcomeSummary | ReplanRequest) -> None:

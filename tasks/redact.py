@@ -49,7 +49,7 @@ class Redactor:
         for name in ("brain_api_key", "tool_api_key", "openai_api_key"):
             secret = getattr(settings, name, None)
             value = secret.get_secret_value() if secret is not None else ""
-            if len(value) >= 4:  # a one-letter "key" would redact every occurrence of that letter
+            if len(value) >= 8:  # a short placeholder ("demo", "none") would redact ordinary words
                 values.append(value)
         return cls(sorted(set(values), key=len, reverse=True))
 

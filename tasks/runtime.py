@@ -32,10 +32,18 @@ class Runtime:
     """Law-1 confirmation: awaits a PendingAction, True only on an explicit approval."""
     law1_events: list[str] = field(default_factory=list)
     """Every Law-1 decision of the run, e.g. ``approved: rm x`` / ``denied: rm x``."""
+    created: set[str] = field(default_factory=set)
+    """Real paths this task created (owned): its later steps may change them without a Law-1 question."""
     tool_seconds: float = 0.0
     """Wall time spent inside tools (cost report)."""
     decisions: Any | None = None
     """The run's DecisionLog (artoo.tasks.decision_log), or None when it is off."""
+    law1_waits: list[float] = field(default_factory=list)
+    """Seconds each Law-1 question waited for the person: excluded from Ω, reported on its own."""
+    served_sops: list[Any] = field(default_factory=list)
+    """The SOPRecords this round's calibration served to R2; R7 checks them against the outcome."""
+    fed_back: set[str] = field(default_factory=set)
+    """Ids of the SOPs already given negative feedback in this task (one piece of evidence per task)."""
 
 
 _REGISTRY: dict[str, Runtime] = {}

@@ -15,9 +15,12 @@ def crit(text: str, mode: str = "verifiable") -> dict:
     return {"criterion": text, "mode": mode}
 
 
-def subtask(intent: str, criteria: list[str], sequence: int = 1, context: str = "") -> dict:
-    """A planned subtask."""
-    return {"sequence": sequence, "intent": intent, "context": context, "success_criteria": [crit(c) for c in criteria]}
+def subtask(intent: str, criteria: list[str], sequence: int = 1, context: str = "",
+            tools: list[str] | None = None) -> dict:
+    """A planned subtask (``tools``: the tools it declares, which the plan rules check)."""
+    entry = {"sequence": sequence, "intent": intent, "context": context,
+             "success_criteria": [crit(c) for c in criteria]}
+    return entry if tools is None else {**entry, "tools": list(tools)}
 
 
 def plan(subtasks: list[dict], task_criteria: list[str], **entry: Any) -> dict:

@@ -98,9 +98,10 @@ def test_economy_of_two_parallel_subtasks_counts_calls_twice_but_time_once():
     assert e.chars_sent["R3"] > e.chars_sent["R4b"]
 
 
-@pytest.mark.parametrize(("retries", "replans", "minimum"), [(0, 0, 5), (1, 0, 7), (0, 3, 11), (2, 1, 11)])
-def test_spec_minimum_chain(retries, replans, minimum):
-    assert spec_minimum_chain(retries, replans) == minimum
+@pytest.mark.parametrize(("retries", "replans", "abandon", "minimum"),
+                         [(0, 0, False, 5), (1, 0, False, 7), (0, 3, False, 11), (2, 1, False, 11), (0, 3, True, 12)])
+def test_spec_minimum_chain(retries, replans, abandon, minimum):
+    assert spec_minimum_chain(retries, replans, abandon) == minimum
 
 
 def test_spec_minimum_chain_rejects_negative_counts():
@@ -170,6 +171,7 @@ EXPECTED = {
     **{f"economy.{s}.sequential_role_calls": True for s in ("one", "par4", "replans", "retry")},
     **{f"economy.{s}.prompt_tokens": False for s in ("one", "par4", "replans", "retry")},
     **{f"memory.{k}": True for k in ("query_mk_p50_ms@1e7", "write_p50_us", "ingest_per_s", "dream_s@1e7")},
+    "law1_overlay.added_ms": True,
 }
 """Figure key → whether the issue holds it to a target (quick runs N = 1 and 8 of the speed-up curve)."""
 
@@ -195,4 +197,5 @@ def test_artoo_bench_json_produces_every_figure_with_its_target(prefect_api: str
             assert isinstance(figure["met"], bool), (key, figure)
     flow_runs = [k for k in figures if k.startswith("flow_runs.")]
     assert len(flow_runs) == 12 * len(MODES), flow_runs  # 8 subflow + 4 task candidates per mode
-    assert set(doc["sections"]) == {"overhead", "parallel", "economy", "flow_runs", "memory"}
+    assert set(doc["sections"]) == {"overhead", "parallel", "economy", "flow_runs", "memory", "audit",
+                                    "law1_overlay"}

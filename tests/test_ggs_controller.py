@@ -96,6 +96,21 @@ def test_state_writes_quantized_megrams(state):
     assert (decision.directive is None) != (decision.final is None)
 
 
+def test_terminal_megram_says_what_was_tried_and_what_happened():
+    """The intent Megram carries the calls of every round and the result, for the next planner to quote."""
+    params = GGSParams(max_replans=1)
+    c = GGSController(TASK, INTENT, params, lambda: CLOCK)
+    first = c.evaluate(rr([failing(1, 1, "environmental", [A_CSV])]), 0.0)
+    final = c.evaluate(rr([failing(1, 1, "environmental", [B_CSV])]), 0.0)
+    assert first.final is None and final.final is not None and final.final.directive == "abandon"
+    content = final.megrams[0].content
+    assert content.splitlines() == [
+        f"abandon: {INTENT}",
+        f"tried: r1 {A_CSV}; r2 {B_CSV}",
+        f"result: {' '.join(final.final.summary.split())}",
+    ]
+
+
 def test_action_megrams_tag_tool_and_target():
     decision = run(ctrl(), SCENARIOS["change_approach"][0])[-1]
     assert [(m.space, m.entity) for m in decision.megrams] == [
@@ -203,13 +218,14 @@ def test_replan_budget_spent_abandons_with_chain_of_directives():
 # --- MUST NOT injection --------------------------------------------------------------------------
 
 def test_blocked_targets_accumulate_across_rounds():
+    """Only the call that ended a failing subtask is blamed (before #13 every input was: /d/b.csv too)."""
     controller = ctrl(FLAT)
     first = controller.evaluate(rr([failing(1, 1, "environmental", [A_CSV]),
                                     failing(1, 1, "logical", ["shell: wc -l x → 0"], "l")]), 0)
     calls = [B_CSV, "shell: curl http://h → timeout"]
     second = controller.evaluate(rr([failing(1, 1, "environmental", calls)]), 0)
     assert first.directive.blocked_targets == ["/d/a.csv"]
-    assert second.directive.blocked_targets == ["/d/a.csv", "/d/b.csv", "curl http://h"]
+    assert second.directive.blocked_targets == ["/d/a.csv", "curl http://h"]
     assert [(m.space, m.entity) for m in second.megrams][-1] == ("tool:shell", "path:curl http://h")
 
 

@@ -36,7 +36,7 @@ def logical_round_with_shell(crit: str) -> dict:
 def test_blocked_tool_is_not_offered_and_a_violating_plan_is_re_asked_once(scripted, artoo_env: Path):
     crit = "the reports are listed"
     first = logical_round_with_shell(crit)
-    violating = plan([subtask("use shell to list the reports again", [crit])], ["the reports are listed"])
+    violating = plan([subtask("list the reports again", [crit], tools=["shell"])], ["the reports are listed"])
     compliant = plan([subtask("find the reports with glob", [crit])], ["the reports are listed"])
     server = scripted(scenario(
         TaskSpec=[spec("list_reports", "list the reports")],
@@ -60,7 +60,7 @@ def test_a_plan_violating_must_not_twice_fails_the_round_honestly(scripted, arto
     monkeypatch.setenv("ARTOO_GGS__MAX_REPLANS", "1")
     crit = "the reports are listed"
     first = logical_round_with_shell(crit)
-    violating = plan([subtask("use shell to list the reports again", [crit])], ["the reports are listed"])
+    violating = plan([subtask("list the reports again", [crit], tools=["shell"])], ["the reports are listed"])
     server = scripted(scenario(
         TaskSpec=[spec("list_reports", "list the reports")],
         Plan=[first["plan"], violating, violating],

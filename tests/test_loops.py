@@ -89,9 +89,14 @@ def test_logical_plateau_breaks_symmetry_until_the_replan_budget_is_spent(script
         Plan=[plan([subtask(f"attempt {i}", [crit])], ["the answer is reported"]) for i in range(rounds)],
         tools=[done("I cannot", status="failed") for _ in range(rounds)],
         AgentVerdict=[agent(verdict(crit, False, "logical")) for _ in range(rounds)],
+        FailureReport=[{"answer": {"achieved": "nothing usable yet", "blocked_by": "no method found the answer",
+                                   "try_next": ["say where the answer is written down"]}}],
     ))
     code, final, _ = run_json("find the answer")
     assert (code, final["directive"], final["replans"]) == (1, "abandon", 3)
+    assert "Achieved: nothing usable yet" in final["summary"] and "Blocked by: no method" in final["summary"]
+    assert final["next_steps"] == ["say where the answer is written down"]  # the report's, not the template's
+    assert requests_by_schema(server)["FailureReport"] == 1 and server.unused() == {}
     assert final["prev_directive"] == "break_symmetry"
     names = subflow_names(final["task_id"])
     assert {"round-1 · init", "round-2 · break_symmetry", "round-3 · break_symmetry",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -11,7 +11,7 @@ from artoo.config.settings import MemoryParams
 from artoo.memory.calibration import calibrate, calibrate_from_store
 from artoo.memory.potentials import make_potentials
 from artoo.memory.store import MemoryStore
-from artoo.memory.tags import ENV_LOCAL, intent_space, path_entity, tool_space
+from artoo.memory.tags import ENV_LOCAL, episode_content, episode_quote, intent_space, path_entity, tool_space
 
 PARAMS = MemoryParams()
 IGNORE = make_potentials(0.0, 0.0, PARAMS)
@@ -55,20 +55,38 @@ def test_sops_by_sign(sigma, section):
     assert getattr(c, section) == ["always run the tests"]
 
 
-def test_tool_memory_blocks_tools_and_targets():
-    tool_memory = [
-        (tool_space("shell"), path_entity("/etc/hosts"), pot(0.85, -0.85)),  # the tool failed: blacklisted
-        (tool_space("read"), path_entity("/secret"), pot(0.9, -0.9)),  # read fails on one target...
-        (tool_space("read"), path_entity("/a"), pot(1.6, 1.6)),  # ...but works elsewhere
-        (tool_space("read"), path_entity("/b"), pot(0.9, 0.0)),  # dead end: caution
-        (tool_space("write"), path_entity("/c"), pot(0.2, -0.2)),  # too faint: ignored
-    ]
+SHELL_ELSEWHERE = [  # another task's change_approach, twice on one path, once on another
+    (tool_space("shell"), path_entity("/srv/x"), pot(1.7, -1.7)),
+    (tool_space("shell"), path_entity("/srv/y/app.log"), pot(0.85, -0.85)),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool_memory", "pairs", "section_lines"),
+    [
+        (SHELL_ELSEWHERE, {("shell", "/srv/x"), ("shell", "/srv/y/app.log")},
+         {"must_not": ["'shell' on '/srv/x'", "'shell' on '/srv/y/app.log'"]}),
+        ([(tool_space("read"), path_entity("/secret"), pot(0.9, -0.9)),  # fails on one target...
+          (tool_space("read"), path_entity("/a"), pot(1.6, 1.6))],  # ...works on another: both said
+         {("read", "/secret")}, {"must_not": ["'read' on '/secret'"], "prefer": ["'read' on '/a'"]}),
+        ([(tool_space("read"), path_entity("/b"), pot(0.9, 0.0))], set(), {"caution": ["'read' on '/b'"]}),
+        ([(tool_space("write"), path_entity("/c"), pot(0.2, -0.2))], set(), {}),  # too faint: ignored
+        ([(tool_space("shell"), path_entity("/srv/x"), pot(1.7, -1.7)),  # MUST NOT wins over the same pair's
+          (tool_space("shell"), path_entity("/srv/x"), pot(1.7, 1.7))],  # prefer (never happens from one store)
+         {("shell", "/srv/x")}, {"must_not": ["'shell' on '/srv/x'"]}),
+    ],
+)
+def test_tool_memory_restricts_a_tool_on_a_target_never_the_tool(tool_memory, pairs, section_lines):
     c = calibrate("x", [], IGNORE, tool_memory, [], [])
-    assert c.must_not_tools == {"shell"}
-    assert c.must_not_targets == {"/secret"}
-    assert [line for line in c.prefer if "'read'" in line and "'/a'" in line]
-    assert [line for line in c.caution if "'/b'" in line]
-    assert not [line for line in c.prefer + c.caution + c.must_not if "'write'" in line]
+    assert c.must_not_tools == set() and c.must_not_targets == set()
+    assert c.must_not_pairs == pairs
+    for section in ("must_not", "prefer", "caution"):
+        lines = getattr(c, section)
+        wanted = section_lines.get(section, [])
+        assert len(lines) == len(wanted) and all(w in line for w, line in zip(wanted, lines, strict=True))
+    if pairs:
+        assert "Tools that must not appear in any subtask" not in c.prompt_block()
+        assert "Tool/target pairs that must not be used" in c.prompt_block()
 
 
 def test_merged_must_not_set_and_must_not_wins_over_prefer():
@@ -135,9 +153,90 @@ def test_from_store_queries_intent_and_plan_tools(tmp_path):
     write(4, tool_space("grep"), path_entity("/var/log"), 0.85, -1.0)
     store.ingest()
     full = calibrate_from_store(store, intent, [], [])
-    assert full.must_not_tools == {"shell", "grep"}
+    assert full.must_not_tools == set()
+    assert full.must_not_pairs == {("shell", "/var/log"), ("grep", "/var/log")}
     assert "c2" in full.prefer and any("worked before" in line for line in full.prefer)
     assert [s.id for s in full.sops] == ["m2"]
     planned = calibrate_from_store(store, intent, ["curl"], [], plan_tools=["grep"])
-    assert planned.must_not_tools == {"grep", "curl"}
+    assert planned.must_not_tools == {"curl"} and planned.must_not_pairs == {("grep", "/var/log")}
+    store.close()
+
+
+# ── what the planner is told: the episode behind the intent's action, and the tool-pair SOPs ─────────
+
+FAILED = episode_content("abandon", "count the errors", ["r1 shell: grep ERROR /var/log/a.log → Permission denied"],
+                         "Abandoned after 3 replan(s).")
+WORKED = episode_content("accept", "count the errors", ["r1 shell: zgrep -c ERROR a.log.gz → 3"], "Accepted.")
+
+
+@pytest.mark.parametrize(
+    ("content", "quote"),
+    [
+        (FAILED, "tried r1 shell: grep ERROR /var/log/a.log → Permission denied | what happened: Abandoned after 3 "
+                 "replan(s)."),
+        (episode_content("abandon", "x", [], "Gave up."), "tried (no tool calls) | what happened: Gave up."),
+        ("abandon: count the errors — Abandoned after 3 replan(s).",  # written by an older release
+         "abandon: count the errors — Abandoned after 3 replan(s)."),
+        (episode_content("accept", "x", ["r1 " + "y" * 900], "ok"), "tried r1 " + "y" * 590 + "…"),
+    ],
+)
+def test_episode_quote(content, quote):
+    assert episode_quote(content) == quote and len(quote) <= 600
+
+
+def episode(content: str, sigma: float) -> Megram:
+    return Megram(id=content[:8] + str(sigma), created_at=datetime.now(UTC), space="intent:count_the_errors",
+                  entity=ENV_LOCAL, content=content, state="s", f=0.9, sigma=sigma, k=0.05)
+
+
+@pytest.mark.parametrize(
+    ("potentials", "episodes", "section", "quoted", "not_quoted"),
+    [
+        (pot(1.9, -1.9), [episode(WORKED, 1.0), episode(FAILED, -1.0)], "must_not", ["grep ERROR"], ["zgrep"]),
+        (pot(1.9, 1.9), [episode(FAILED, -1.0), episode(WORKED, 1.0)], "prefer", ["zgrep -c ERROR"], ["denied"]),
+        (pot(1.9, 0.0), [episode(FAILED, -1.0), episode(WORKED, 1.0)], "caution", ["grep ERROR", "zgrep"], []),
+        (pot(1.9, -1.9), [], "must_not", ["failed before"], ["last time"]),  # nothing to quote
+    ],
+)
+def test_intent_line_quotes_the_episode_that_explains_it(potentials, episodes, section, quoted, not_quoted):
+    c = calibrate("count the errors", [], potentials, [], [], [], episodes=episodes)
+    (line,) = getattr(c, section)
+    assert all(q in line for q in quoted) and not any(q in line for q in not_quoted)
+
+
+@pytest.mark.parametrize(
+    ("sigma", "section", "pairs"),
+    [(1.0, "prefer", set()), (-1.0, "must_not", {("shell", "/var/log/archive")})],
+)
+def test_tool_pair_sops_are_read(sigma, section, pairs):
+    rule = SOPRecord(id="r", space="tool:shell", entity="path:/var/log/archive", content="use zgrep", sigma=sigma)
+    c = calibrate("x", [], IGNORE, [], [], [], tool_sops=[rule])
+    assert getattr(c, section) == [
+        ("the tool" if sigma > 0 else "use the tool") + " 'shell' on '/var/log/archive': use zgrep"]
+    assert c.must_not_pairs == pairs and c.must_not_tools == set() and c.tool_sops == [rule]
+
+
+def test_from_store_reads_tool_pair_sops_and_the_newest_episodes(tmp_path):
+    store = MemoryStore(tmp_path, reader_idle_s=0.05)
+    now = datetime.now(UTC)
+    space = intent_space("count the errors")
+
+    def write(i, level, space_, entity, content, sigma, minutes):
+        store.write(Megram(id=f"e{i}", level=level, created_at=now - timedelta(minutes=minutes), space=space_,
+                           entity=entity, content=content, state="s", f=0.95, sigma=sigma,
+                           k=0.0 if level == "C" else 0.05))
+
+    write(1, "M", space, ENV_LOCAL, "oldest", -1.0, 30)
+    write(2, "M", space, ENV_LOCAL, FAILED, -1.0, 20)
+    store.ingest()  # one episode in DuckDB, the newest ones still spooled
+    write(3, "M", space, ENV_LOCAL, WORKED, 1.0, 25)
+    write(4, "C", "tool:shell", "path:/var/log/archive", "use zgrep", 1.0, 10)
+    assert [m.id for m in store.recent(space, ENV_LOCAL, limit=2)] == ["e2", "e3"]
+    c = calibrate_from_store(store, "count the errors", [], [])
+    assert c.potentials.action == "Avoid" and "grep ERROR /var/log/a.log" in c.must_not[0]
+    assert [s.id for s in c.tool_sops] == ["e4"] and "the tool 'shell' on '/var/log/archive': use zgrep" in c.prefer
+    assert calibrate_from_store(store, "count the errors", [], [], plan_tools=["glob"]).tool_sops == []
+    store.ingest()
+    with store.exclusive() as con:  # QueryC's recall reset the rule's clock (spec: each hit updates it)
+        assert con.execute("SELECT last_recalled_at FROM megrams WHERE id = 'e4'").fetchone()[0] is not None
     store.close()

@@ -12,10 +12,8 @@ from artoo.config.settings import MemoryParams
 from artoo.memory.potentials import (
     action_for,
     age_days,
-    combine,
     from_us,
     kernel,
-    make_potentials,
     reference_potentials,
     to_us,
 )
@@ -110,13 +108,3 @@ def test_opposite_experiences_make_caution_not_ignore():
     attention, decision = reference_potentials(entries, T0)
     assert (attention, decision) == (pytest.approx(1.8), pytest.approx(0.0))
     assert action_for(attention, decision, MemoryParams()) == "Caution"
-
-
-def test_combine_adds_channels():
-    params = MemoryParams()
-    total = combine([make_potentials(0.3, -0.15, params), make_potentials(0.4, -0.1, params)], params)
-    assert (total.attention, total.decision, total.action) == (
-        pytest.approx(0.7),
-        pytest.approx(-0.25),
-        "Avoid",
-    )

@@ -60,6 +60,7 @@ def test_the_decision_log_records_calls_tools_verdicts_and_ggs_without_secrets(r
     assert kinds[0] == "run" and kinds[-1] == "end"
     llm = [r for r in records if r["kind"] == "llm"]
     assert [r["role"] for r in llm].count("R2") == 2 and {"R1", "R3", "R4a", "R4b"} <= {r["role"] for r in llm}
+    assert "FailureReport" not in {r["schema"] for r in llm}  # the failure report is asked only on abandon
     plan_call = next(r for r in llm if r["role"] == "R2")
     assert plan_call["request"]["messages"][0]["role"] == "system"  # the full prompt, as sent
     assert plan_call["response"]["choices"][0]["message"]["content"]

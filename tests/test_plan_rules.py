@@ -19,15 +19,18 @@ from artoo.tasks.plan_rules import (
 from artoo.tasks.roles.prompting import FENCE_OPEN
 
 
-def sub(intent="count lines", seq=1, context="", criteria=("a number is reported",)) -> PlannedSubTask:
+def sub(intent="count lines", seq=1, context="", criteria=("a number is reported",), tools=()) -> PlannedSubTask:
     return PlannedSubTask(sequence=seq, intent=intent, context=context,
-                          success_criteria=[Criterion(criterion=c) for c in criteria])
+                          success_criteria=[Criterion(criterion=c) for c in criteria], tools=list(tools))
 
 
 def plan_of(*subtasks, task_criteria=("the answer is a number",)) -> PlanAnswer:
     return PlanAnswer(task_criteria=[Criterion(criterion=c) for c in task_criteria], subtasks=list(subtasks))
 
 
+# Before #13 tools were found as whole words in the prose ("search the log" used `search`) and
+# targets as substrings of it; now a tool counts only when the subtask declares it, and a target
+# only as the same normalised path (relative paths resolved in the workspace, /ws here).
 @pytest.mark.parametrize("plan, tools, targets, expected", [
     (plan_of(sub()), set(), set(), []),
     (plan_of(), set(), set(), ["no subtasks"]),
@@ -36,26 +39,51 @@ def plan_of(*subtasks, task_criteria=("the answer is a number",)) -> PlanAnswer:
     (plan_of(sub(criteria=())), set(), set(), ["no success criteria"]),
     (plan_of(sub(criteria=("  ",))), set(), set(), ["no success criteria"]),
     (plan_of(sub(seq=0)), set(), set(), ["below 1"]),
-    (plan_of(sub(intent="use shell to count lines")), {"shell"}, set(), ["blocked tool 'shell'"]),
-    (plan_of(sub(context="run SHELL: wc -l")), {"shell"}, set(), ["blocked tool 'shell'"]),
-    (plan_of(sub(criteria=("search returns hits",))), {"search"}, set(), ["blocked tool 'search'"]),
-    # word boundary: a longer word containing the tool name is not a mention
-    (plan_of(sub(intent="read the research notes")), {"search"}, set(), []),
-    (plan_of(sub(intent="read_file the notes")), {"read"}, set(), []),
+    (plan_of(sub(tools=["shell"])), {"shell"}, set(), ["blocked tool 'shell'"]),
+    (plan_of(sub(tools=["read_file", "SHELL"])), {"shell"}, set(), ["blocked tool 'shell'"]),
+    (plan_of(sub(tools=["glob", "shell"])), {"shell", "glob"}, set(), ["'glob'", "'shell'"]),
+    # prose is not tool use
+    (plan_of(sub(intent="use shell to count lines")), {"shell"}, set(), []),
+    (plan_of(sub(intent="search the log for errors", tools=["read_file"])), {"search"}, set(), []),
+    (plan_of(sub(criteria=("search returns hits",))), {"search"}, set(), []),
+    # targets: the same normalised path, wherever the text names it
     (plan_of(sub(intent="open /tmp/a.txt")), set(), {"/tmp/a.txt"}, ["blocked target '/tmp/a.txt'"]),
-    (plan_of(sub(context="query: Python Release Date")), set(), {"python release date"}, ["blocked target"]),
+    (plan_of(sub(context="write `out/../out/report.md`.")), set(), {"/ws/out/report.md"}, ["blocked target"]),
+    (plan_of(sub(intent="read out/report.md")), set(), {"/ws/out/report.md"}, ["blocked target"]),
+    # ... and never a substring: a sibling, a parent folder, a longer name, a query in prose
     (plan_of(sub(intent="open /tmp/b.txt")), set(), {"/tmp/a.txt"}, []),
+    (plan_of(sub(intent="read notes.txt, then write /etc/out.txt")), set(), {"/etc/out.txt.bak"}, []),
+    (plan_of(sub(intent="read notes.txt beside out/report.md")), set(), {"/ws/out"}, []),
+    (plan_of(sub(intent="summarise my-notes.txt")), set(), {"/ws/notes.txt"}, []),
+    (plan_of(sub(context="query: Python Release Date")), set(), {"python release date"}, []),
     (plan_of(sub(intent="x")), {""}, {""}, []),
 ])
 def test_validate_plan(plan, tools, targets, expected):
-    problems = validate_plan(plan, tools, targets)
+    problems = validate_plan(plan, tools, targets, workspace="/ws")
+    assert len(problems) == len(expected), problems
+    for problem, needle in zip(problems, expected, strict=True):
+        assert needle in problem
+
+
+@pytest.mark.parametrize("plan, pairs, expected", [
+    (plan_of(sub(intent="grep /srv/x/app.log", tools=["shell"])), {("shell", "/srv/x/app.log")},
+     ["uses 'shell' on '/srv/x/app.log'"]),
+    (plan_of(sub(intent="grep app.log", tools=["shell"])), {("shell", "/ws/app.log")}, ["'shell' on '/ws/app.log'"]),
+    (plan_of(sub(intent="grep app.log", tools=["shell"])), {("shell", "app.log")}, ["'shell' on '/ws/app.log'"]),
+    (plan_of(sub(intent="read /srv/x/app.log", tools=["read_file"])), {("shell", "/srv/x/app.log")}, []),
+    (plan_of(sub(intent="grep /srv/y/app.log", tools=["shell"])), {("shell", "/srv/x/app.log")}, []),
+    (plan_of(sub(intent="grep the shell history", tools=["read_file"])), {("shell", "/srv/x")}, []),
+    (plan_of(sub(intent="list /srv/x/sub", tools=["shell"])), {("shell", "/srv/x")}, []),  # exact, not prefix
+])
+def test_validate_plan_memory_pairs_restrict_a_tool_on_a_target_only(plan, pairs, expected):
+    problems = validate_plan(plan, set(), set(), workspace="/ws", must_not_pairs=pairs)
     assert len(problems) == len(expected), problems
     for problem, needle in zip(problems, expected, strict=True):
         assert needle in problem
 
 
 def test_validate_plan_reports_every_subtask():
-    plan = plan_of(sub(intent="shell a", criteria=()), sub(intent="shell b"))
+    plan = plan_of(sub(intent="a", criteria=(), tools=["shell"]), sub(intent="b", tools=["shell"]))
     problems = validate_plan(plan, {"shell"}, set())
     assert [p.split(" ")[1] for p in problems] == ["1", "1", "2"]
 

@@ -258,9 +258,32 @@ def test_blocked_target_is_refused_naming_it(tmp_path: Path, ws: Path) -> None:
     box = make_box(tmp_path, ws, blocked_targets={"secret/a.txt"})
     result = run(box.call("read_file", {"path": "secret/a.txt"}))
     shelled = run(box.call("shell", {"command": "cat secret/a.txt"}))
-    for r in (result, shelled):
-        assert not r.ok and r.failure_class == "environmental" and "'secret/a.txt'" in r.output
+    for r in (result, shelled):  # the target as normalised (#13: exact targets, never substrings)
+        assert not r.ok and r.failure_class == "environmental" and repr(str(ws / "secret" / "a.txt")) in r.output
     assert run(box.call("read_file", {"path": "secret/../secret/other"})).output.startswith("no such file")
+    assert run(box.call("read_file", {"path": "secret/./a.txt"})).output.startswith("read_file refused")
+    # a name that merely contains the blocked one is a different target
+    (ws / "secret" / "a.txt.bak").write_text("y")
+    assert run(box.call("read_file", {"path": "secret/a.txt.bak"})).ok
+
+
+@pytest.mark.parametrize(("name", "key", "value", "refused"), [
+    ("shell", "command", "ls {x}", True),  # the pair memory says failed
+    ("shell", "command", "ls {y}", False),  # the same tool on another target
+    ("glob", "pattern", "{x}/*", False),  # another tool on the same target
+    ("read_file", "path", "{x}/a.txt", False),
+])
+def test_blocked_pair_refuses_only_that_tool_on_that_target(tmp_path: Path, ws: Path, name: str, key: str,
+                                                             value: str, refused: bool) -> None:
+    for d in ("x", "y"):
+        (ws / d).mkdir()
+        (ws / d / "a.txt").write_text("x")
+    box = make_box(tmp_path, ws, blocked_pairs={("shell", str(ws / "x"))})
+    assert "shell" in [s["function"]["name"] for s in box.specs()]
+    result = run(box.call(name, {key: value.format(x=ws / "x", y=ws / "y")}))
+    assert result.ok is not refused, result.output
+    if refused:
+        assert result.failure_class == "logical" and "memory says shell on" in result.output
 
 
 def test_allowed_roots_refuse_outside_paths(tmp_path: Path, ws: Path) -> None:

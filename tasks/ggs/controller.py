@@ -29,20 +29,20 @@ from artoo.config.contracts import (
     SubTaskOutcome,
 )
 from artoo.config.settings import GGSParams, load_settings
-from artoo.memory.tags import ENV_LOCAL, intent_space, path_entity, tool_space
+from artoo.memory.tags import ENV_LOCAL, episode_content, intent_space, path_entity, tool_space
+from artoo.tasks.failure import attributed_targets, blamed_tools, outcome_counts, refusals
 from artoo.tasks.ggs.maths import (
     ACTION_STATES,
     LOGICAL_STATES,
     QUANTIZATION,
+    agent_elapsed_ms,
     distance,
     failing_criteria,
     failure_class_of,
     implausibility,
     loss,
     macro_state,
-    outcome_class,
     resource_cost,
-    tool_calls_of,
     urgency,
 )
 
@@ -77,6 +77,7 @@ class _Reading:
     L: float
     grad: float
     urgency: str
+    paused_ms: float = 0.0
 
 
 class GGSController:
@@ -93,7 +94,9 @@ class GGSController:
         self._worsening = 0
         self._prev_directive = "init"
         self._targets: dict[str, str] = {}
+        self._refused: dict[str, None] = {}
         self._tools_ever: dict[str, None] = {}
+        self._tried: dict[str, None] = {}
         self._persistence: Counter[str] = Counter()
         self._trajectory: list[dict] = []
         self._final: FinalResult | None = None
@@ -103,15 +106,21 @@ class GGSController:
         """True once a FinalResult was emitted; further rounds are refused."""
         return self._final is not None
 
-    def evaluate(self, message: OutcomeSummary | ReplanRequest, elapsed_ms: float) -> GGSDecision:
-        """Compute the round's loss, pick the macro-state and build the directive or final result."""
-        reading = self._read(message, elapsed_ms)
+    def evaluate(self, message: OutcomeSummary | ReplanRequest, elapsed_ms: float,
+                 paused_ms: float = 0.0) -> GGSDecision:
+        """Compute the round's loss, pick the macro-state and build the directive or final result.
+
+        ``elapsed_ms`` is wall time since the task began; ``paused_ms`` of it was spent waiting
+        for a person's Law-1 answer, which is not the agent's time and so never counts in Ω.
+        """
+        reading = self._read(message, elapsed_ms, paused_ms)
         p = self.params
         self._worsening = self._worsening + 1 if reading.grad > p.epsilon else 0
         state, reason = self._decide(reading, accepted=isinstance(message, OutcomeSummary))
         failing = failing_criteria(reading.outcomes, reading.task_verdicts)
         self._persistence.update(dict(failing))
         self._accumulate_targets(reading.outcomes)
+        self._refused.update(dict.fromkeys(refusals(reading.outcomes)))
         tools = self._blocked_tools(state, reading.outcomes)
         self._tools_ever.update(dict.fromkeys(tools))
         loss_ = Loss(D=reading.D, P=reading.P, Omega=reading.omega, L=reading.L)
@@ -120,6 +129,7 @@ class GGSController:
             directive = self._directive(state, reading, loss_, tools, failing)
         else:
             final = self._final_result(state, reason, message, reading, loss_, failing)
+        self._tried.update(dict.fromkeys(_calls_tried(reading)))
         megrams = self._megrams(state, reading.round, final)
         self._l_prev = reading.L
         self._round = reading.round
@@ -135,7 +145,7 @@ class GGSController:
             trajectory=[dict(row) for row in self._trajectory], abandon_reason=reason,
         )
 
-    def _read(self, message: OutcomeSummary | ReplanRequest, elapsed_ms: float) -> _Reading:
+    def _read(self, message: OutcomeSummary | ReplanRequest, elapsed_ms: float, paused_ms: float) -> _Reading:
         if self._final is not None:
             raise RuntimeError(f"task {self.task_id!r} already finished with {self._final.directive!r}")
         if not isinstance(message, OutcomeSummary | ReplanRequest):
@@ -146,10 +156,11 @@ class GGSController:
         verdicts = list(message.task_criteria_verdicts)
         r = self._round + 1
         d, p_ = distance(outcomes, verdicts), implausibility(outcomes, verdicts)
-        omega = resource_cost(r - 1, elapsed_ms, self.params)
+        paused = float(paused_ms)
+        omega = resource_cost(r - 1, agent_elapsed_ms(elapsed_ms, paused_ms), self.params)
         value = loss(d, p_, omega, self.params)
         grad = 0.0 if self._l_prev is None else value - self._l_prev
-        return _Reading(r, outcomes, verdicts, d, p_, omega, value, grad, urgency(grad, self.params))
+        return _Reading(r, outcomes, verdicts, d, p_, omega, value, grad, urgency(grad, self.params), paused)
 
     def _decide(self, reading: _Reading, *, accepted: bool) -> tuple[str, str | None]:
         """The cascade, then the overrides: accept, Law-2 kill switch, replan budget."""
@@ -166,20 +177,20 @@ class GGSController:
         return state, None
 
     def _accumulate_targets(self, outcomes: list[SubTaskOutcome]) -> None:
-        """Inputs of environmentally failing subtasks join blocked_targets for the rest of the task."""
-        env_failed = [o for o in outcomes if o.status == "failed" and outcome_class(o) == "environmental"]
-        for name, target in tool_calls_of(env_failed):
-            if target:
-                self._targets.setdefault(target, name)
+        """The targets of the calls an environmental failure belongs to join blocked_targets for the task.
+
+        Only the call that failed is blamed (artoo.tasks.failure): a file read fine beside a
+        failing write stays usable, and a Law-1 denial is a constraint, never a failed target.
+        """
+        for target, tool in attributed_targets(outcomes):
+            self._targets.setdefault(target, tool)
 
     def _blocked_tools(self, state: str, outcomes: list[SubTaskOutcome]) -> list[str]:
-        """break_symmetry blocks every tool of the failing subtasks; change_approach the logical ones'."""
+        """break_symmetry blocks the failing subtasks' tools; change_approach the logical ones' (never a
+        tool a subtask of the round matched with: artoo.tasks.failure.blamed_tools)."""
         if state not in LOGICAL_STATES:
             return []
-        failed = [o for o in outcomes if o.status == "failed"]
-        if state == "change_approach":
-            failed = [o for o in failed if outcome_class(o) == "logical"] or failed
-        return list(dict.fromkeys(name for name, _ in tool_calls_of(failed)))
+        return blamed_tools(outcomes, logical_only=state == "change_approach")
 
     def _most_persistent(self, failing: list[tuple[str, int]]) -> str:
         if not failing:
@@ -195,6 +206,7 @@ class GGSController:
             failure_class=failure_class_of(reading.outcomes, reading.task_verdicts),
             budget_pressure=reading.omega, grad_l=reading.grad,
             rationale=_rationale(state, reading, self.params), urgency=reading.urgency,
+            refused=list(self._refused),
         )
 
     def _final_result(self, state: str, reason: str | None, message: OutcomeSummary | ReplanRequest,
@@ -241,6 +253,9 @@ class GGSController:
                          + ", ".join(list(self._targets)[:5]))
         if self._tools_ever:
             steps.append("Try a method that does not rely on: " + ", ".join(self._tools_ever))
+        if self._refused:
+            steps.append("You refused (Law 1): " + "; ".join(list(self._refused)[:3])
+                         + ". Approve it when asked, or ask for a result that does not need it.")
         steps.append({
             "law2": "Restate the request more narrowly: each replan moved further from the goal.",
             "budget": "Narrow the request, or raise ggs.max_replans if more rounds are worth it.",
@@ -253,7 +268,9 @@ class GGSController:
         created = _utc(self._now())
         if final is not None:
             return [Megram(id=uuid.uuid4().hex, created_at=created, space=intent_space(self.intent),
-                           entity=ENV_LOCAL, content=f"{state}: {self.intent} — {final.summary}",
+                           entity=ENV_LOCAL,
+                           content=episode_content(state, self.intent, list(self._tried)[-TRIED_KEPT:],
+                                                   final.summary),
                            state=state, f=f, sigma=sigma, k=k)]
         return [
             Megram(id=uuid.uuid4().hex, created_at=created, space=tool_space(tool),
@@ -266,8 +283,28 @@ class GGSController:
     def _log_line(self, state: str, reading: _Reading, tools: list[str]) -> str:
         return (f"ggs task={self.task_id} round={reading.round} D={reading.D:.3f} P={reading.P:.3f} "
                 f"Ω={reading.omega:.3f} L={reading.L:.3f} ∇L={reading.grad:+.3f} directive={state} "
-                f"urgency={reading.urgency} blocked_tools=[{', '.join(tools)}] "
+                f"urgency={reading.urgency} outcomes=[{_counts(reading.outcomes)}] "
+                f"law1_wait={reading.paused_ms / 1000:.1f}s (not in Ω) blocked_tools=[{', '.join(tools)}] "
                 f"blocked_targets=[{', '.join(self._targets)}]")
+
+
+TRIED_KEPT = 6
+"""The latest tool calls an intent Megram quotes as what was tried."""
+
+
+def _calls_tried(reading: _Reading) -> list[str]:
+    """``r2 shell: wc -l notes.txt → 3``: each call of the round, one line, capped."""
+    calls = []
+    for outcome in reading.outcomes:
+        for evidence in outcome.tool_calls:
+            line = " ".join(evidence.split())
+            calls.append(f"r{reading.round} " + (line if len(line) <= 160 else line[:159] + "…"))
+    return calls
+
+
+def _counts(outcomes: list[SubTaskOutcome]) -> str:
+    """``matched=1 failed=1 skipped=2 denied=0``: how the round's subtasks ended."""
+    return " ".join(f"{kind}={n}" for kind, n in outcome_counts(outcomes).items())
 
 
 def _outcomes(message: OutcomeSummary | ReplanRequest) -> list[SubTaskOutcome]:
@@ -292,7 +329,11 @@ def _utc(moment: datetime) -> datetime:
 
 
 def _rationale(state: str, r: _Reading, p: GGSParams) -> str:
-    """One sentence naming the numbers that chose the directive."""
+    """One sentence naming the numbers that chose the directive, then how the subtasks ended."""
+    return f"{_reason(state, r, p)} Subtasks: {_counts(r.outcomes)}."
+
+
+def _reason(state: str, r: _Reading, p: GGSParams) -> str:
     trend = {"low": "improving", "high": "worsening"}.get(r.urgency, "flat")
     head = f"D={r.D:.2f} > delta={p.delta}"
     signal = f"a directional signal (|grad_l|={abs(r.grad):.2f} >= epsilon, {trend})"

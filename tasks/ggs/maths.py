@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 
 from artoo.config.contracts import CriterionVerdict, SubTaskOutcome
 from artoo.config.settings import GGSParams, load_settings
+from artoo.tasks.failure import is_evidence
 
 MACRO_STATES: tuple[str, ...] = (
     "abandon", "success", "break_symmetry", "change_approach", "change_path", "refine",
@@ -70,6 +71,13 @@ def resource_cost(replan_count: int, elapsed_ms: float, params: GGSParams | None
     replan_share = replan_count / p.max_replans if p.max_replans else float(replan_count > 0)
     omega = p.w1 * replan_share + p.w2 * (elapsed / p.time_budget_ms)
     return min(1.0, max(0.0, omega))
+
+
+def agent_elapsed_ms(elapsed_ms: float, paused_ms: float = 0.0) -> float:
+    """The agent's time: wall time minus the time paused for a person's Law-1 answer (never below 0)."""
+    elapsed = _finite("elapsed_ms", elapsed_ms, low=0.0)
+    paused = _finite("paused_ms", paused_ms, low=0.0)
+    return max(elapsed - paused, 0.0)
 
 
 def loss(D: float, P: float, omega: float, params: GGSParams | None = None) -> float:
@@ -149,8 +157,13 @@ def distance(outcomes: list[SubTaskOutcome], task_verdicts: list[CriterionVerdic
 
 def failure_counts(outcomes: list[SubTaskOutcome],
                    task_verdicts: list[CriterionVerdict]) -> tuple[int, int]:
-    """(logical, environmental) over failed verdicts and failed outcomes without a failing verdict."""
+    """(logical, environmental) over failed verdicts and failed outcomes without a failing verdict.
+
+    Skipped subtasks (never run) and Law-1 denials (a person's answer) are no evidence about
+    the approach: they count as unmet in D but never in P.
+    """
     logical = environmental = 0
+    outcomes = [o for o in outcomes if is_evidence(o)]
     verdicts = [v for o in outcomes for v in o.criteria_verdicts] + list(task_verdicts)
     classes = [v.failure_class for v in verdicts if v.verdict == "fail"]
     classes += [o.failure_class for o in outcomes if o.status == "failed" and not _has_failing_verdict(o)]
@@ -169,8 +182,13 @@ def implausibility(outcomes: list[SubTaskOutcome], task_verdicts: list[Criterion
 
 
 def failure_class_of(outcomes: list[SubTaskOutcome], task_verdicts: list[CriterionVerdict]) -> str:
-    """The round's failure class for a PlanDirective: logical, environmental or mixed."""
+    """The round's failure class for a PlanDirective: logical, environmental or mixed.
+
+    A round whose only failures were Law-1 denials is environmental (the world said no).
+    """
     logical, environmental = failure_counts(outcomes, task_verdicts)
+    if not logical and not environmental and any(o.outcome == "denied" for o in outcomes):
+        return "environmental"
     if logical and environmental:
         return "mixed"
     return "environmental" if environmental else "logical"

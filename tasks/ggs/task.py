@@ -2,21 +2,25 @@
 
 The controller (artoo.tasks.ggs.controller) decides; this wrapper makes the decision legible
 in the Prefect UI (a log line with D, P, Ω, L, ∇L, directive, urgency, blocked tools and
-targets; a table artifact ``ggs-<task_id>`` updated every round), publishes the
-PlanDirective or FinalResult on the bus, and hands the Megrams to the memory store
-fire-and-forget.  The GGS is the only writer of memory.
+targets; a table artifact ``ggs-<task_id>`` and a picture ``loss-<task_id>``, both updated every
+round), publishes the PlanDirective or FinalResult on the bus, and hands the Megrams to the memory
+store fire-and-forget.  It also appends R5's negative feedback against each SOP the round's
+calibration served and the outcome contradicted (artoo.memory.feedback), once per task.
+The GGS is the only writer of memory.
 """
 
 from __future__ import annotations
 
 from prefect import task
-from prefect.artifacts import acreate_table_artifact
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 
 from artoo.config.contracts import OutcomeSummary, ReplanRequest
+from artoo.memory.feedback import contradicted
 from artoo.tasks.ggs.controller import GGSController, GGSDecision
-from artoo.tasks.runtime import get_runtime
+from artoo.tasks.ggs.picture import trajectory_markdown
+from artoo.tasks.runtime import Runtime, get_runtime
 
 
 def artifact_key(prefix: str, task_id: str) -> str:
@@ -27,22 +31,27 @@ def artifact_key(prefix: str, task_id: str) -> str:
 
 @task(name="R7 · GGS", task_run_name="R7 · GGS round {round_no}", cache_policy=NO_CACHE, persist_result=False)
 async def ggs_task(runtime_id: str, controller: GGSController, message: OutcomeSummary | ReplanRequest,
-                   elapsed_ms: float, round_no: int) -> GGSDecision:
-    """Evaluate one round and publish the outcome."""
+                   elapsed_ms: float, round_no: int, paused_ms: float = 0.0) -> GGSDecision:
+    """Evaluate one round and publish the outcome (``paused_ms``: Law-1 waits, kept out of Ω)."""
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
     params = controller.params  # recorded as the controller saw them: replay feeds the same inputs
-    decision = controller.evaluate(message, elapsed_ms)
+    decision = controller.evaluate(message, elapsed_ms, paused_ms)
     logger.info(decision.log_line)
     if rt.decisions is not None:
         rt.decisions.ggs(task_id=controller.task_id, intent=controller.intent, round_no=round_no,
-                         elapsed_ms=elapsed_ms, params=params, message=message, decision=decision)
+                         elapsed_ms=elapsed_ms, params=params, message=message, decision=decision,
+                         paused_ms=paused_ms)
     await acreate_table_artifact(
         key=artifact_key("ggs", controller.task_id),
         table=[{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
                for row in decision.trajectory],
         description=f"GGS loss trajectory of task `{controller.task_id}`: one row per round.",
     )
+    await acreate_markdown_artifact(
+        key=artifact_key("loss", controller.task_id), markdown=trajectory_markdown(controller.task_id,
+                                                                                  decision.trajectory),
+        description=f"GGS loss trajectory of `{controller.task_id}` as a picture: L, D, P, Ω by round.")
     for megram in decision.megrams:
         rt.bus.publish(megram, "R7", "R5")
         if rt.store is not None:
@@ -50,6 +59,25 @@ async def ggs_task(runtime_id: str, controller: GGSController, message: OutcomeS
                 rt.store.write(megram)
             except Exception as exc:  # fire-and-forget: memory never blocks the GGS
                 logger.warning("memory write failed (kept going): %s", exc)
+    _negative_feedback(rt, decision, message, logger)
     if decision.directive is not None:
         rt.bus.publish(decision.directive, "R7", "R2")
     return decision
+
+
+def _negative_feedback(rt: Runtime, decision: GGSDecision, message: OutcomeSummary | ReplanRequest,
+                       logger) -> None:
+    """Append a negative-σ Megram against each served SOP the round contradicted (once per task)."""
+    if rt.store is None or not rt.served_sops:
+        return
+    outcomes = message.outcomes if isinstance(message, OutcomeSummary) else [
+        *message.matched_outcomes, *message.failed_outcomes]
+    calls = [c for o in outcomes for c in o.calls]
+    for sop, why in contradicted(decision.state, decision.abandon_reason, rt.served_sops, calls):
+        if sop.id in rt.fed_back:
+            continue
+        rt.fed_back.add(sop.id)
+        try:
+            rt.bus.publish(rt.store.record_negative_feedback(sop.id, why), "R7", "R5")
+        except Exception as exc:  # fire-and-forget: memory never blocks the GGS
+            logger.warning("negative feedback on rule %s failed (kept going): %s", sop.id, exc)

@@ -128,8 +128,13 @@ def _reason(verdicts: list[CriterionVerdict]) -> str:
 
 def outcome(subtask: SubTask, status: str, result: ExecutionResult | None, verdicts: list[CriterionVerdict],
             trajectory: list[GapPoint], failure_reason: str | None = None,
-            failure_class: FailureClass | None = None) -> SubTaskOutcome:
-    """The fast loop's one message out; ValueError when ``matched`` is claimed over a failed verdict."""
+            failure_class: FailureClass | None = None, *, answer: AgentVerdict | None = None,
+            kind: str | None = None) -> SubTaskOutcome:
+    """The fast loop's one message out; ValueError when ``matched`` is claimed over a failed verdict.
+
+    ``answer`` (R4a's last verdict) lends its what_was_wrong / what_to_do to the planner's
+    evidence; ``kind`` says a failure was a skip or a Law-1 denial rather than a real failure.
+    """
     if status == "matched" and (not verdicts or any(v.verdict == "fail" for v in verdicts)):
         raise ValueError("an outcome is matched only when every criterion passed")
     failed = status == "failed"
@@ -139,4 +144,7 @@ def outcome(subtask: SubTask, status: str, result: ExecutionResult | None, verdi
         failure_reason=(failure_reason or _reason(verdicts)) if failed else None,
         failure_class=(failure_class or dominant_class(verdicts) or "logical") if failed else None,
         gap_trajectory=list(trajectory), criteria_verdicts=list(verdicts),
-        tool_calls=list(result.tool_calls) if result is not None else [], intent=subtask.intent)
+        tool_calls=list(result.tool_calls) if result is not None else [], intent=subtask.intent,
+        outcome=kind or status, calls=list(result.calls) if result is not None else [],
+        what_was_wrong=((answer.what_was_wrong or "").strip() if answer and failed else ""),
+        what_to_do=((answer.what_to_do or "").strip() if answer and failed else ""))

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import json
 
-from artoo.config.contracts import CorrectionSignal, ExecutionResult, SubTask
-from artoo.tasks.roles.prompting import fence_untrusted, numbered, system, user
+from artoo.config.contracts import CorrectionSignal, ExecutionResult, SubTask, ToolCall
+from artoo.tasks.roles.prompting import cap, fence_untrusted, numbered, system, user
+
+CALL_OUTPUT_CHARS = 1500
+"""Characters of each call's output kept in the structured record (the planner sees it on a replan)."""
 
 ROLE = """Role R3, Executor. Carry out ONE subtask by calling tools, then report honestly.
 Tool priority chain (use the highest applicable tool):
@@ -66,12 +69,20 @@ def _tool_message(call_id: str, name: str, result) -> dict:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-def _stopped(subtask: SubTask, reason: str, evidence: list[str], last_text: str | None) -> ExecutionResult:
+def _record(name: str, result) -> ToolCall:
+    """The structured record of one call: what a failure is attributed to, and what the planner sees."""
+    return ToolCall(tool=name, input=getattr(result, "input", ""), targets=list(getattr(result, "targets", [])),
+                    ok=result.ok, failure_class=result.failure_class, output=cap(result.output, CALL_OUTPUT_CHARS),
+                    denied=bool(getattr(result, "denied", False)))
+
+
+def _stopped(subtask: SubTask, reason: str, evidence: list[str], last_text: str | None,
+             calls: list[ToolCall]) -> ExecutionResult:
     output = f"stopped before a final answer: {reason}"
     if last_text and last_text.strip():
         output += f"\nlast executor note: {last_text.strip()}"
     return ExecutionResult(subtask_id=subtask.subtask_id, status="uncertain", output=output,
-                           tool_calls=evidence)
+                           tool_calls=evidence, calls=calls)
 
 
 async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal | None,
@@ -81,6 +92,7 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
         raise ValueError(f"max_tool_calls must be at least 1, got {max_tool_calls}")
     messages = messages_for(subtask, correction)
     evidence: list[str] = []
+    calls: list[ToolCall] = []
     previous: str | None = None
     while True:
         turn = await llm.tool_turn("R3", messages, toolbox.specs())
@@ -88,19 +100,20 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
         if not turn.tool_calls:
             if turn.final is None:
                 return _stopped(subtask, "the model gave neither a tool call nor a final answer",
-                                evidence, note)
+                                evidence, note, calls)
             return ExecutionResult(subtask_id=subtask.subtask_id, status=turn.final.status,
-                                   output=turn.final.output, tool_calls=evidence)
+                                   output=turn.final.output, tool_calls=evidence, calls=calls)
         messages.append(turn.assistant_message)
         for call in turn.tool_calls:
             signature = _signature(call.name, call.arguments)
             if signature == previous:
                 return _stopped(subtask, f"the same call was requested twice in a row: {call.name} "
-                                         f"{json.dumps(call.arguments, default=str)[:200]}", evidence, note)
+                                         f"{json.dumps(call.arguments, default=str)[:200]}", evidence, note, calls)
             if len(evidence) >= max_tool_calls:
                 return _stopped(subtask, f"the tool-call limit of {max_tool_calls} was reached",
-                                evidence, note)
+                                evidence, note, calls)
             previous = signature
             result = await toolbox.call(call.name, call.arguments)
             evidence.append(result.evidence)
+            calls.append(_record(call.name, result))
             messages.append(_tool_message(call.id, call.name, result))

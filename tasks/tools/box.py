@@ -8,6 +8,15 @@ flags, a write onto an existing file) the gate asks the user; a denial is record
 Output reaches the model as headTail(output, 4000); evidence is recorded by code as
 ``name: input → firstN(output, 200)``.
 
+Law 1 by effect (why: a judge of command text can never be complete): when overlayfs works
+here, every shell command runs on a copy-on-write view of the workspace (overlay.py); its
+change set (changeset.py) is committed quietly when it only creates files or changes files
+this task created (``created``, shared by every subtask of the task), and is a Law-1
+question listing the exact changes otherwise (tasks.law1.changes).  Approving commits
+exactly that change set; denying discards it.  Where no overlay is possible the text judge
+decides before the command runs, and the run's log says so.  With the network on, the
+text judge still rules on what no overlay can observe: data sent off the machine.
+
 Confinement (why: the arguments are written by a model that may have read hostile text):
 read_file and glob stay inside the read roots (the workspace and the home directory unless
 ``allowed_roots`` says otherwise), write_file creates files only inside the write roots
@@ -21,15 +30,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import json
 import logging
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 from artoo.config.settings import Settings
-from artoo.tasks.law1.judge import judge_command, judge_write, real_exists
-from artoo.tasks.tools import files, sandbox, shell
+from artoo.tasks.failure import call_targets, looks_like_path, normalise
+from artoo.tasks.law1 import changes as law1_changes
+from artoo.tasks.law1.judge import PolicyVerdict, judge_command, judge_write, real_exists
+from artoo.tasks.tools import changeset, doors, files, overlay, sandbox, shell
 from artoo.tasks.tools.locate import locate
 from artoo.tasks.tools.models import Gate, PendingAction, ToolError, ToolResult
 from artoo.tasks.tools.specs import PRIMARY, SPECS
@@ -44,12 +57,15 @@ class ToolBox:
                  blocked_targets: set[str] = frozenset(), allowed_roots: list[Path] | None = None, *,
                  search_url: str = DDG_URL, network: bool = False, write_roots: list[Path] | None = None,
                  sandbox_mode: str | None = None, limits: sandbox.Limits | None = None,
-                 recorder: Callable[[dict], None] | None = None) -> None:
+                 recorder: Callable[[dict], None] | None = None,
+                 blocked_pairs: set[tuple[str, str]] = frozenset(), created: set[str] | None = None) -> None:
         self.settings = settings
         self.workspace = Path(workspace).expanduser()
         self.gate = gate
         self.blocked_tools = set(blocked_tools)
-        self.blocked_targets = {t for t in blocked_targets if t}
+        self.blocked_targets = {normalise(t, self.workspace) if looks_like_path(t) else t.strip()
+                                for t in blocked_targets if t and t.strip()}
+        """Normalised as call targets are (artoo.tasks.failure), so they match exactly, never by substring."""
         self.allowed_roots = allowed_roots
         self.read_roots = [Path(r).expanduser() for r in allowed_roots or [self.workspace, Path.home()]]
         self.write_roots = [Path(r).expanduser() for r in write_roots or [self.workspace]]
@@ -60,9 +76,15 @@ class ToolBox:
         if self.sandbox_mode not in sandbox.MODES:
             raise ValueError(f"sandbox mode must be one of {', '.join(sandbox.MODES)}, got {self.sandbox_mode!r}")
         self.limits = limits or sandbox.Limits.from_params(settings.tools)
+        self.created: set[str] = created if created is not None else set()
+        """Real paths this task created: its own, which later steps may change without a question."""
         self.law1_denials: list[PendingAction] = []
         self.approvals: list[PendingAction] = []
         self._described = False
+        self._law1_described = False
+        self.blocked_pairs = {(tool, normalise(t, self.workspace) if looks_like_path(t) else t.strip())
+                              for tool, t in blocked_pairs if tool and t and t.strip()}
+        """(tool, target) pairs memory says failed: that tool may not take that target; others may."""
         self.recorder = recorder
         """Told every call with its arguments, output and exit status (the decision log)."""
         self._exit_code: int | None = None
@@ -98,11 +120,17 @@ class ToolBox:
         if not isinstance(value, str) or not value.strip():
             return self._result(name, shown, ToolError(f"tool {name} needs a non-empty string argument "
                                                        f"{key!r}", "logical"))
-        target = next((t for t in sorted(self.blocked_targets) if value == t or t in value), None)
+        targets = call_targets(name, value, self.workspace)  # exact normalised targets, never a substring
+        target = next((t for t in targets if t in self.blocked_targets), None)
         if target is not None:
             return self._result(name, value, ToolError(
                 f"{name} refused: {value!r} involves {target!r}, a target the GGS blocked for this round "
                 "(it failed before); use a different target", "environmental"))
+        pair = next((t for t in targets if (name, t) in self.blocked_pairs), None)  # that tool there only
+        if pair is not None:
+            return self._result(name, value, ToolError(
+                f"{name} refused: memory says {name} on {pair!r} failed before; use another tool for it, "
+                "or another target", "logical"))
         try:
             output = await self._dispatch(name, value, args)
         except ToolError as exc:
@@ -114,6 +142,13 @@ class ToolBox:
         return self._result(name, value, output)
 
     def _result(self, name: str, shown: str, outcome: str | ToolError) -> ToolResult:
+        result = self._shaped(name, shown, outcome)
+        result.input = shown
+        result.targets = call_targets(name, shown, self.workspace) if name in PRIMARY else []
+        result.denied = bool(getattr(outcome, "denied", False))
+        return result
+
+    def _shaped(self, name: str, shown: str, outcome: str | ToolError) -> ToolResult:
         limit = self.settings.tools.head_tail_limit
         ok = not isinstance(outcome, ToolError)
         output = head_tail(str(outcome), limit).replace("\x00", "\ufffd")  # PostgreSQL cannot store NUL
@@ -147,6 +182,10 @@ class ToolBox:
                             "Write the file there instead.", "environmental")
         files.refuse_special(path, "write_file")
         verdict = judge_write(path, exists=real_exists)
+        if verdict.irreversible and law1_changes.owned(str(path), self.created):
+            verdict = PolicyVerdict(irreversible=False, reason=f"{path} was created by this task")
+        elif not os.path.lexists(path):
+            self.created.add(str(path))
         if verdict.irreversible:
             action = PendingAction(tool="write_file", command=f"write_file {path}", targets=[str(path)],
                                    reason=verdict.reason)
@@ -162,59 +201,138 @@ class ToolBox:
             action = action.model_copy(update={"reason": f"{action.reason} (gate failed: {exc})"})
         if not approved:
             self.law1_denials.append(action)
-            raise ToolError(f"[LAW1] denied: {action.command}\nThe user did not approve this irreversible "
-                            f"action ({action.reason}). Nothing was changed.", "environmental")
+            refusal = ToolError(f"[LAW1] denied: {action.command}\nThe user did not approve this irreversible "
+                                f"action ({action.reason}). Nothing was changed.", "environmental")
+            refusal.denied = True
+            raise refusal
         self.approvals.append(action)
 
     async def _shell(self, command: str) -> str:
+        effect = await self._by_effect()
         verdict = judge_command(command, self.workspace, exists=real_exists)
-        if verdict.irreversible:  # run exactly what the user approves: no rewrite widens a destructive find
-            await self._confirm(PendingAction(tool="shell", command=command, targets=verdict.targets,
-                                              reason=verdict.reason))
-            return await self._run(command, [], approved=True)
+        if verdict.irreversible:  # by text, or (by effect) only what no overlay sees: data sent off the machine
+            if not effect or (self.network and _unobservable(verdict)):
+                await self._confirm(PendingAction(tool="shell", command=command, targets=verdict.targets,
+                                                  reason=verdict.reason))
+            return await self._run(command, [])
         query = shell.find_on_personal_path(command)  # commands run as written: never edited, only redirected
         if query is not None:
             return await self._find_via_locate(query, [])
         return await self._run(command, [])
 
-    async def _sandbox(self, approved: bool) -> sandbox.Sandbox:
-        """How this command is confined; an approved Law-1 action runs outside bubblewrap, under the limits."""
+    async def _by_effect(self) -> bool:
+        """Whether Law 1 judges this command by its observed effect (else by its text; logged once)."""
+        problem = None
+        if getattr(self.settings.tools, "overlay", "auto") == "off":
+            problem = "the overlay is turned off (tools.overlay)"
+        elif self.sandbox_mode == "off" or await asyncio.to_thread(sandbox.find_bwrap) is None:
+            problem = f"bubblewrap is not in use ({sandbox.bwrap_problem() or 'turned off'})"
+        else:
+            problem = await asyncio.to_thread(overlay.overlay_problem) or overlay.unsafe_root(self._writable())
+        if not self._law1_described:
+            self._law1_described = True
+            _log(logging.INFO if problem is None else logging.WARNING,
+                 "Law 1 judges shell commands by effect: each runs on a copy-on-write view of the workspace"
+                 if problem is None else f"Law 1 falls back to the text judge for shell commands: {problem}")
+        return problem is None
+
+    def _writable(self) -> list[Path]:
+        """The writable areas, each on an overlay: the workspace, plus your home when configured."""
+        home = [Path.home()] if getattr(self.settings.tools, "overlay_home", False) else []
+        return [self.workspace, *home]
+
+    def _hidden(self) -> tuple[Path, ...]:
+        """What tool commands must not see: artoo's home (memory, audit log, settings, history)."""
+        return (Path(self.settings.home).expanduser(),)
+
+    async def _sandbox(self) -> sandbox.Sandbox:
+        """How this command is confined (also after a Law-1 approval: approval never widens it)."""
         binary = None
-        if self.sandbox_mode != "off" and not approved:
+        if self.sandbox_mode != "off":
             binary = await asyncio.to_thread(sandbox.find_bwrap)
             if binary is None and self.sandbox_mode == "require":
                 raise ToolError("shell refused: the sandbox is required but bubblewrap cannot run here: "
                                 f"{sandbox.bwrap_problem()}", "environmental")
-        box = sandbox.Sandbox(self.workspace, self.network, self.limits, binary)
+        box = sandbox.Sandbox(self.workspace, self.network, self.limits, binary, self._hidden())
         timeout = self.settings.tools.shell_timeout_s
-        if approved:
-            _log(logging.WARNING, "shell: the user approved this Law-1 action, so it runs outside the sandbox; "
-                                  "the limits and the timeout still apply")
-        elif not self._described:
+        if not self._described:
             self._described = True
             _log(logging.INFO if binary else logging.WARNING, sandbox.describe(box, timeout))
         return box
 
-    async def _run(self, command: str, notes: list[str], approved: bool = False) -> str:
+    async def _run(self, command: str, notes: list[str]) -> str:
         self.workspace.mkdir(parents=True, exist_ok=True)
         timeout = self.settings.tools.shell_timeout_s
         prefix = "".join(n + "\n" for n in notes)
         limit = max(self.settings.tools.head_tail_limit - len(prefix) - 40, 200)
-        argv = shell.build_shell_argv(command, await self._sandbox(approved))
-        env = sandbox.scrubbed_env(os.environ)
-        done = await shell.run_capped(argv, self.workspace, timeout, limit, env=env)
+        box = await self._sandbox()
+        fd = doors.filter_fd() if box.bwrap is not None else None
+        view = overlay.open_view(self._writable()) if box.bwrap is not None and await self._by_effect() else None
+        extra = tuple(layer.root for layer in view.layers) if view is not None else ()
+        try:
+            argv = shell.build_shell_argv(command, dataclasses.replace(box, seccomp_fd=fd, writable=extra))
+            argv = overlay.mount_argv(view, argv) if view is not None else argv
+            env = sandbox.scrubbed_env(os.environ)
+            done = await shell.run_capped(argv, self.workspace, timeout, limit, env=env,
+                                          pass_fds=() if fd is None else (fd,))
+            if fd is not None:
+                os.close(fd)
+                fd = None
+            settled = "" if view is None else await self._settle(command, view, done.output)
+        finally:
+            if fd is not None:
+                os.close(fd)
+            if view is not None:
+                view.close()
         self._exit_code = None if done.timed_out else done.returncode
         if done.timed_out:
             raise ToolError(f"{prefix}timed out after {timeout:g}s (the command and its children were killed)"
-                            f"\n{done.output}", "environmental")
+                            f"\n{done.output}{settled}", "environmental")
         body = done.output.rstrip("\n")
-        text = f"{prefix}{body}{chr(10) if body else ''}[exit code {done.returncode}]"
+        text = f"{prefix}{body}{chr(10) if body else ''}[exit code {done.returncode}]{settled}"
         if done.returncode == 0:
             return text
         signum = sandbox.killed_by(done.returncode)
         if signum is not None:  # a limit or a signal ended it: the world stopped it, not the approach
             raise ToolError(f"{text}\n{sandbox.limit_note(signum, self.limits)}", "environmental")
         raise ToolError(text, "environmental" if done.returncode in (126, 127) else "logical")
+
+    async def _settle(self, command: str, view: overlay.View, output: str) -> str:
+        """Rule on the command's change set: commit it quietly, after an approval, or discard it."""
+        found = [c for layer in view.layers
+                 for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root)]
+        if not found:
+            return ""
+        self.last_change_set = [c.model_dump(mode="json") for c in found]
+        ruling = law1_changes.rule(found, self.created, os.path.realpath(self.workspace))
+        if ruling.ask:
+            action = PendingAction(tool="shell", command=command, targets=[c.path for c in ruling.ask],
+                                   reason="; ".join(ruling.reasons), changes=[c.line() for c in found])
+            try:
+                await self._confirm(action)
+            except ToolError as exc:
+                printed = f"\nIt printed:\n{output.rstrip()}" if output.strip() else ""
+                refusal = ToolError(f"{exc}\nIts changes were discarded:\n{law1_changes.summary(found)}{printed}",
+                                    exc.failure_class)
+                refusal.denied = True
+                raise refusal from None
+            now = [c for layer in view.layers
+                   for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root)]
+            if [c.line() for c in now] != action.changes:  # another step changed the files while it waited
+                raise ToolError(f"[LAW1] not committed: {command}\nThe workspace changed while the question "
+                                "waited, so the approved change set no longer describes what would happen. Nothing "
+                                f"was changed; run the command again.\nApproved:\n{law1_changes.summary(found)}",
+                                "environmental")
+        for layer in view.layers:
+            await asyncio.to_thread(changeset.commit, layer.upper, layer.root)
+        self._own(found)
+        return f"\n[changes committed]\n{law1_changes.summary(found)}"
+
+    def _own(self, found: list[law1_changes.Change]) -> None:
+        """Update the created set in place: the runtime shares the same set object across subtasks."""
+        updated = law1_changes.after_commit(found, self.created)
+        self.created.clear()
+        self.created.update(updated)
 
     async def _find_via_locate(self, query: shell.FindQuery, notes: list[str]) -> str:
         answer = await asyncio.to_thread(locate, query.pattern, Path.home(), query.roots)
@@ -236,6 +354,13 @@ def _log(level: int, message: str) -> None:
     logger.log(level, message)
 
 
+def _unobservable(verdict: PolicyVerdict) -> bool:
+    """Whether the text judge found what no overlay sees: data sent off the machine, or a daemon's changes.
+
+    Only asked with the network on: without it no daemon is reachable (no Unix sockets, no
+    network namespace) and nothing leaves the machine, so the command can only fail.
+    """
+    return re.search(r"(^|; )(network|daemon)\b", verdict.reason) is not None or "daemon" in verdict.reason
 def _plain(value: object) -> object:
     """A change set as JSON data (a pydantic model is dumped; None stays None)."""
     dump = getattr(value, "model_dump", None)

@@ -18,6 +18,10 @@ class ToolResult(BaseModel):
     failure_class: FailureClass | None = Field(None, description="logical: wrong approach; environmental: "
                                                "the world (or a guard) blocked it.")
     evidence: str = Field(description="`name: input → firstN(output, 200)`, recorded by code for R4a.")
+    input: str = Field("", description="The call's primary argument as the model gave it.")
+    targets: list[str] = Field(default_factory=list, description="The call's normalised targets "
+                               "(artoo.tasks.failure.call_targets): what a failure of it is attributed to.")
+    denied: bool = Field(False, description="True when the Law-1 gate refused the call.")
 
 
 class PendingAction(BaseModel):
@@ -27,6 +31,8 @@ class PendingAction(BaseModel):
     command: str = Field(description="Exactly what would run.")
     targets: list[str] = Field(default_factory=list, description="Paths, hosts or items at risk.")
     reason: str = Field(description="Why the policy judged it irreversible.")
+    changes: list[str] = Field(default_factory=list, description="The exact change set the command made on "
+                               "its copy-on-write view, one line per path; approving commits exactly this.")
 
 
 Gate = Callable[[PendingAction], Awaitable[bool]]
@@ -39,3 +45,5 @@ class ToolError(Exception):
     def __init__(self, message: str, failure_class: FailureClass = "logical") -> None:
         super().__init__(message)
         self.failure_class: FailureClass = failure_class
+        self.denied = False
+        """Set when the Law-1 gate refused the action: a constraint, not a failed target."""

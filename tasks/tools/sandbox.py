@@ -6,9 +6,9 @@ recognise; the sandbox bounds the ones it cannot.  Under bubblewrap a command se
 read-only root, a private ``/tmp``, its own PID/IPC/UTS namespaces, no capabilities and
 no network, and can write only inside the workspace.  Network is granted only when the
 subtask needs the web (the ToolBox decides: its ``network`` flag, or a ``search`` call).
-A command the user explicitly approved under Law 1 runs outside the filesystem sandbox
-(the user authorised exactly that action, which may need to change files elsewhere),
-still under the limits.
+Unix sockets and artoo's own home are closed to it (doors.py), and a command never leaves
+the sandbox because the user approved it: approval commits an observed change set
+(overlay.py, changeset.py), it does not widen what a command may touch.
 
 Limits apply with or without bubblewrap: CPU seconds, data memory, the size of any file
 written, open files, no core dumps (``ulimit`` inside, before the command starts), and the
@@ -30,6 +30,8 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from artoo.tasks.tools import doors
 
 MODES = ("auto", "require", "off")
 """auto: bubblewrap when it works, else limits only; require: refuse to run without it; off: limits only."""
@@ -70,6 +72,12 @@ class Sandbox:
     limits: Limits = field(default_factory=Limits)
     bwrap: str | None = None
     """A bubblewrap binary known to work here, or None for the limits-only fallback."""
+    hidden: tuple[Path, ...] = ()
+    """Directories the command must not see (artoo's home): empty tmpfs over each."""
+    seccomp_fd: int | None = None
+    """An fd holding the seccomp program that refuses Unix sockets (doors.py), or None."""
+    writable: tuple[Path, ...] = ()
+    """More writable directories (your home, when ``tools.overlay_home``: always on an overlay)."""
 
 
 CPU_GRACE_S = 5
@@ -100,13 +108,18 @@ def limited_argv(argv: list[str], limits: Limits, hard: Mapping[int, int] | None
     return ["bash", "-c", f'{ulimit_line(limits, hard)} || exit 126; exec "$@"', "artoo-limits", *argv]
 
 
-def bwrap_argv(bwrap: str, workspace: Path, network: bool) -> list[str]:
-    """The bubblewrap prefix: read-only root, writable workspace, private /tmp, no network unless asked."""
+def bwrap_argv(bwrap: str, workspace: Path, network: bool, hidden: tuple[Path, ...] = (),
+               seccomp_fd: int | None = None, writable: tuple[Path, ...] = ()) -> list[str]:
+    """The bubblewrap prefix: read-only root, writable workspace, private /tmp, no /run, no network unless asked."""
     real = os.path.realpath(workspace)
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--bind", real, real, "--unshare-all"]
+    before, after = doors.mask_args(list(hidden), workspace)
+    extra = [arg for path in writable for arg in ("--bind", os.path.realpath(path), os.path.realpath(path))]
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *extra, *before,
+            "--bind", real, real, *after, "--unshare-all"]
     if network:
         argv.append("--share-net")
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     return [*argv, "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--setenv", "TMPDIR", "/tmp",
             "--chdir", real, "--"]
 
@@ -116,7 +129,7 @@ def wrap(argv: list[str], box: Sandbox, hard: Mapping[int, int] | None = None) -
     limited = limited_argv(argv, box.limits, hard)
     if box.bwrap is None:
         return limited
-    return [*bwrap_argv(box.bwrap, box.workspace, box.network), *limited]
+    return [*bwrap_argv(box.bwrap, box.workspace, box.network, box.hidden, box.seccomp_fd, box.writable), *limited]
 
 
 def killed_by(returncode: int | None) -> int | None:
@@ -149,8 +162,10 @@ def describe(box: Sandbox, timeout_s: float) -> str:
               f"{lim.open_files} open files, secrets removed from the environment")
     if box.bwrap is not None:
         net = "network on (the subtask needs the web)" if box.network else "no network"
+        sockets = ("no Unix sockets" if doors.unix_socket_filter() is not None
+                   else "no /run (no Unix-socket filter for this architecture)")
         return (f"shell sandbox: bubblewrap ({box.bwrap}): read-only root, writable {box.workspace} only, "
-                f"private /tmp, {net}; {bounds}")
+                f"private /tmp, {sockets}, artoo's home hidden, {net}; {bounds}")
     return (f"shell sandbox: bubblewrap is NOT in use ({bwrap_problem() or 'turned off'}); commands run "
             f"unconfined on the filesystem and the network, with {bounds}")
 

@@ -92,11 +92,11 @@ class Completed:
 
 
 async def run_capped(argv: list[str], cwd: Path, timeout_s: float, limit: int,
-                     env: dict[str, str] | None = None) -> Completed:
+                     env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = ()) -> Completed:
     """Run argv in its own process group; keep at most ``limit`` characters of head+tail output."""
     buffer = HeadTailBuffer(limit, limit)
     proc = await asyncio.create_subprocess_exec(*argv, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
-                                                stdout=asyncio.subprocess.PIPE, env=env,
+                                                stdout=asyncio.subprocess.PIPE, env=env, pass_fds=pass_fds,
                                                 stderr=asyncio.subprocess.STDOUT, start_new_session=True)
 
     async def pump() -> None:

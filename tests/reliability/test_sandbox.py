@@ -110,14 +110,15 @@ def test_tmp_is_private_in_both_directions(tmp_path: Path, ws: Path):
 
 
 @needs_bwrap
-def test_an_approved_law1_action_runs_outside_the_sandbox(tmp_path: Path, ws: Path, outside: Path):
-    """The user authorised exactly this command, so it may change files beyond the workspace."""
+@pytest.mark.parametrize("overlay", ["auto", "off"])
+def test_an_approved_command_never_leaves_the_sandbox(tmp_path: Path, ws: Path, outside: Path, overlay: str):
+    """Approval commits an observed change set (or, judged by text, lets the command run): it never
+    widens what the command may touch, so a file beyond the workspace stays."""
     victim = outside / "old.log"
     victim.write_text("x")
-    denied = shell(box(tmp_path, ws, Gate(False)), f"rm {victim}")
-    assert victim.exists() and denied.output.startswith("[LAW1] denied")
-    approved = shell(box(tmp_path, ws, Gate(True)), f"rm {victim}")
-    assert approved.ok and not victim.exists()
+    settings = load_settings(home=str(tmp_path / "home"), workspace=str(ws), tools={"overlay": overlay})
+    approved = shell(ToolBox(settings, ws, Gate(True)), f"rm {victim}")
+    assert victim.exists() and not approved.ok and "Read-only file system" in approved.output
 
 
 # ------------------------------------------------------------------ the network

@@ -1,0 +1,262 @@
+"""One model of failure for the fast loop, the GGS and the plan rules: what failed, and where.
+
+Why one module: a failure that is attributed one way by the GGS and matched another way by
+the plan validator blocks things that never failed (a user's file read fine beside a failing
+write; a plan that merely *mentions* a blocked path; a subtask that never ran counted as a
+wrong approach).  So every part asks the same questions here:
+
+* which targets a tool call touched — ``call_targets``: the resolved path, or a command's
+  path arguments resolved in the workspace (lexically: no filesystem access);
+* which of a subtask's calls a failure belongs to — ``attributed_calls``: the calls that
+  failed for environmental reasons, never the ones that worked, never a Law-1 denial;
+* how a subtask ended — ``outcome_kind``: matched, failed, skipped or denied;
+* which tools a logical failure blames — ``blamed_tools``: the failing subtasks' tools, never
+  one a subtask of the same round matched with;
+* which targets a plan would use — ``text_targets``: path-like tokens, normalised the same way,
+  so plans are matched against blocked targets exactly, never by substring (a path named
+  only to rule it out, "not at X", is not used).
+
+Everything here is pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from artoo.config.contracts import SubTaskOutcome, ToolCall
+
+OUTCOME_KINDS: tuple[str, ...] = ("matched", "failed", "skipped", "denied")
+"""The four ways a subtask ends."""
+PATH_TOOLS = frozenset({"read_file", "write_file", "glob"})
+"""Tools whose primary argument is a path."""
+_OPERATORS = frozenset({"|", "||", "&&", ";", ";;", "&", "(", ")", "!", "then", "do", "else", "{", "}", "|&"})
+_REDIRECT = re.compile(r"^(?:\d?>>?|<<?<?|&>>?|\d?>&|>\|)")
+_EXTENSION = re.compile(r"^[\w.~+-]*\.[A-Za-z][A-Za-z0-9]{0,7}$")
+_NOT_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin"})
+_STRIP = "\"'`()[]{}<>,;:!?*"
+
+
+def normalise(path: str, workspace: str | Path) -> str:
+    """``path`` as an absolute, lexically normalised path (relative ones under ``workspace``)."""
+    expanded = os.path.expanduser(path.strip())
+    return os.path.normpath(os.path.join(str(workspace), expanded))
+
+
+def looks_like_path(token: str) -> bool:
+    """True for a token a person would read as a file path: has a slash or a file extension."""
+    if not token or "://" in token or token.startswith(("$", "-")) or "=" in token:
+        return False
+    return "/" in token or token.startswith("~") or _EXTENSION.match(token) is not None
+
+
+def command_paths(command: str) -> list[str]:
+    """The path arguments of a shell command: no command names, flags, operators or numbers."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes: the words as written
+        tokens = command.split()
+    paths: list[str] = []
+    expect_command, expect_path = True, False
+    for token in tokens:
+        if token in _OPERATORS:
+            expect_command = True
+            continue
+        if token.startswith("<<"):  # a here-document's delimiter is a word, not a path
+            expect_path, expect_command = False, False
+            continue
+        redirect = _REDIRECT.match(token)
+        if redirect:
+            rest = token[redirect.end():]
+            if rest:
+                paths.append(rest)
+            else:
+                expect_path = True
+            continue
+        if expect_path:
+            paths.append(token)
+            expect_path = False
+            continue
+        if expect_command:
+            expect_command = False
+            continue
+        if looks_like_path(token):
+            paths.append(token)
+    return [p for p in dict.fromkeys(paths) if p not in _NOT_TARGETS and not p.startswith("&")]
+
+
+def call_targets(tool: str, value: str, workspace: str | Path) -> list[str]:
+    """The normalised targets of one call: a path, a command's paths, or a query as written."""
+    value = (value or "").strip()
+    if not value:
+        return []
+    if tool in PATH_TOOLS:
+        return [normalise(value, workspace)]
+    if tool == "shell":
+        return list(dict.fromkeys(normalise(p, workspace) for p in command_paths(value)))
+    return [value]  # search and locate: the query itself
+
+
+_RULES_OUT_NEXT = frozenset({"not", "never", "avoid", "avoiding", "without", "except", "excluding", "instead",
+                             "rather", "don't"})
+"""Words that say the path after them is not used: "not at X", "instead of X", "avoid X"."""
+_RULES_OUT_PREVIOUS = frozenset({"not", "missing", "nonexistent", "blocked", "doesn't", "isn't", "wasn't"})
+"""Words that say the path before them is not used: "X does not exist", "X is missing"."""
+_CLAUSE_END = (",", ";", ":", ".", "!", "?", ")")
+_NEAR = 3
+
+
+def _word(raw: str) -> str:
+    return raw.strip(_STRIP + ".").casefold()
+
+
+def _ruled_out(words: list[str], i: int) -> bool:
+    """True when a ruling-out word stands within ``_NEAR`` words of ``words[i]``, in the same clause."""
+    for j in range(i - 1, max(i - _NEAR, 0) - 1, -1):  # before it, back to the clause's start
+        if words[j].endswith(_CLAUSE_END):
+            break
+        if _word(words[j]) in _RULES_OUT_NEXT:
+            return True
+    if words[i].endswith(_CLAUSE_END):
+        return False
+    for j in range(i + 1, min(i + 1 + _NEAR, len(words))):  # after it, up to the clause's end
+        if _word(words[j]) in _RULES_OUT_PREVIOUS:
+            return True
+        if words[j].endswith(_CLAUSE_END):
+            break
+    return False
+
+
+def text_targets(text: str, workspace: str | Path) -> set[str]:
+    """The normalised paths a piece of plan text would use (path-like tokens only).
+
+    A path the text names only to rule it out — "the log is not at /srv/logz/app.log", "X is
+    missing", "instead of X" — is not used: models say so when told a target is blocked, and
+    re-asking them for it wastes the round.  (The toolbox still refuses a blocked target at
+    call time, so a wrongly spared mention can never reach a tool.)
+    """
+    words = text.split()
+    found = set()
+    for i, raw in enumerate(words):
+        token = raw.lstrip(_STRIP).rstrip(_STRIP + ".")
+        if looks_like_path(token) and not _ruled_out(words, i):
+            found.add(normalise(token, workspace))
+    return found
+
+
+def outcome_kind(outcome: SubTaskOutcome) -> str:
+    """matched, failed, skipped or denied (an outcome of the spec's shape: its status)."""
+    return outcome.outcome or outcome.status
+
+
+def outcome_counts(outcomes: Iterable[SubTaskOutcome]) -> dict[str, int]:
+    """How many subtasks ended each way, every kind present (0 when none)."""
+    counts = Counter(outcome_kind(o) for o in outcomes)
+    return {kind: counts.get(kind, 0) for kind in OUTCOME_KINDS}
+
+
+def is_evidence(outcome: SubTaskOutcome) -> bool:
+    """True when the outcome says something about the approach: skipped and denied say nothing."""
+    return outcome_kind(outcome) not in ("skipped", "denied")
+
+
+def _dominant_class(outcome: SubTaskOutcome) -> str:
+    if outcome.failure_class is not None:
+        return outcome.failure_class
+    env = sum(1 for v in outcome.criteria_verdicts if v.verdict == "fail" and v.failure_class == "environmental")
+    logical = sum(1 for v in outcome.criteria_verdicts if v.verdict == "fail" and v.failure_class != "environmental")
+    return "environmental" if env > logical else "logical"
+
+
+def _legacy_calls(outcome: SubTaskOutcome) -> list[ToolCall]:
+    """An outcome without structured calls: its last evidence entry is the call that ended it."""
+    for entry in reversed(outcome.tool_calls):
+        name, _, rest = entry.partition(":")
+        value = rest.partition("→")[0].strip()
+        if name.strip():
+            return [ToolCall(tool=name.strip(), input=value, targets=[value] if value else [], ok=False)]
+    return []
+
+
+def attributed_calls(outcome: SubTaskOutcome) -> list[ToolCall]:
+    """The calls an environmental failure of this subtask belongs to ([] for any other outcome).
+
+    The calls that failed environmentally; when the tools classified none so (a command that
+    exited 1 on a missing file), the last call that failed.  Calls that worked and Law-1
+    denials are never blamed.
+    """
+    if outcome_kind(outcome) != "failed" or _dominant_class(outcome) != "environmental":
+        return []
+    if not outcome.calls:
+        return _legacy_calls(outcome)
+    failed = [c for c in outcome.calls if not c.ok and not c.denied]
+    return [c for c in failed if c.failure_class == "environmental"] or failed[-1:]
+
+
+def blamed_targets(call: ToolCall) -> list[str]:
+    """The targets a failed call is blamed on: those its error names, else all of them.
+
+    ``grep x /srv/app.log > hits.txt`` failing with ``/srv/app.log: No such file`` blames the
+    log, not the output file it would have written.
+    """
+    if len(call.targets) < 2:
+        return list(call.targets)
+    named = [t for t in call.targets if os.path.basename(t) and os.path.basename(t) in call.output]
+    return named or list(call.targets)
+
+
+def attributed_targets(outcomes: Iterable[SubTaskOutcome]) -> list[tuple[str, str]]:
+    """(target, tool) of every call an environmental failure belongs to, first seen first."""
+    pairs: dict[str, str] = {}
+    for outcome in outcomes:
+        for call in attributed_calls(outcome):
+            for target in blamed_targets(call):
+                pairs.setdefault(target, call.tool)
+    return list(pairs.items())
+
+
+def outcome_tools(outcome: SubTaskOutcome) -> list[str]:
+    """The tools a subtask called, first call first (its structured calls, else its evidence lines)."""
+    if outcome.calls:
+        return list(dict.fromkeys(c.tool for c in outcome.calls))
+    names = (entry.partition(":")[0].strip() for entry in outcome.tool_calls)
+    return list(dict.fromkeys(name for name in names if name))
+
+
+def blamed_tools(outcomes: Iterable[SubTaskOutcome], logical_only: bool = False) -> list[str]:
+    """The tools a logical failure blocks: those of the failing subtasks, minus any a subtask matched with.
+
+    ``logical_only`` narrows to the logically failing subtasks when there are any
+    (change_approach).  A tool that just did its job for another subtask of the same round
+    (read_file reading the user's data.csv) is not the wrong approach: blocking it would
+    take the working step away from the next plan too.
+    """
+    outcomes = list(outcomes)
+    failed = [o for o in outcomes if outcome_kind(o) == "failed"]
+    if logical_only:
+        failed = [o for o in failed if _dominant_class(o) == "logical"] or failed
+    worked = {tool for o in outcomes if outcome_kind(o) == "matched" for tool in outcome_tools(o)}
+    return [tool for tool in dict.fromkeys(t for o in failed for t in outcome_tools(o)) if tool not in worked]
+
+
+def refusals(outcomes: Iterable[SubTaskOutcome]) -> list[str]:
+    """What Law 1 refused in these outcomes, as constraints for the next plan."""
+    found: list[str] = []
+    for outcome in outcomes:
+        denied = [c for c in outcome.calls if c.denied]
+        if denied:
+            found += [f"{c.tool} {c.input}".strip() + f" — {_one_line(c.output)}" for c in denied]
+        elif outcome_kind(outcome) == "denied" and outcome.failure_reason:
+            found.append(outcome.failure_reason)
+    return list(dict.fromkeys(found))
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,149 @@
+"""``artoo chat`` through a real pseudo-terminal: a request, /audit, /memory, /log, /exit; Law 1; Ctrl-C.
+
+The REPL runs as a subprocess whose stdin, stdout and stderr are the slave side of a pty (so
+prompt_toolkit sees a terminal), against the session's Prefect server and the scripted LLM.
+The test types lines on the master side and reads what a person would see.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.scenario_kit import (
+    agent,
+    call,
+    crit,
+    done,
+    plan,
+    scenario,
+    spec,
+    subtask,
+    task_verdict,
+    verdict,
+)
+
+pytestmark = pytest.mark.usefixtures("prefect_api")
+ARTOO = str(Path(sys.executable).with_name("artoo"))
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|\r")
+
+
+class Terminal:
+    """The master side of the pty: type lines, read until a marker shows."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.seen = ""
+
+    def read_until(self, marker: str, timeout_s: float = 90) -> str:
+        start, deadline = len(self.seen), time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if marker in ANSI.sub("", self.seen[start:]):
+                return ANSI.sub("", self.seen[start:])
+            ready, _, _ = select.select([self.fd], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+                self.seen += chunk.decode("utf-8", "replace")
+        raise AssertionError(f"{marker!r} did not show; the terminal said: {ANSI.sub('', self.seen)[-3000:]}")
+
+    def type(self, line: str) -> None:
+        os.write(self.fd, line.encode() + b"\r")
+
+
+def start_chat(prefect_api: str) -> tuple[subprocess.Popen, Terminal]:
+    """``artoo chat`` on a fresh pty, waiting at its first prompt."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "ARTOO_LAW1"))}
+    env.update(PREFECT_API_URL=prefect_api, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", COLUMNS="160")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([ARTOO, "chat"], stdin=slave, stdout=slave, stderr=slave, env=env,
+                            start_new_session=True)
+    os.close(slave)
+    term = Terminal(master)
+    term.read_until("artoo>", 60)
+    return proc, term
+
+
+def test_law1_is_asked_inline_and_ctrl_c_cancels_the_task_not_the_repl(scripted, artoo_env: Path,
+                                                                          prefect_api: str):
+    """Request 1 deletes old.log: the question shows in the REPL, "y" approves it.  Request 2 runs
+    ``sleep 60``: SIGINT (what Ctrl-C sends) ends that task and the prompt comes back."""
+    workspace = artoo_env / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    victim = workspace / "old.log"
+    victim.write_text("delete me")
+    gone = "old.log no longer exists"
+    scripted(scenario(
+        TaskSpec=[spec("clean_logs", "delete old.log"), spec("nap", "wait a minute")],
+        Plan=[plan([subtask("delete old.log", [gone])], ["old.log is gone"]),
+              {"answer": {"task_criteria": [crit("a minute passed")], "subtasks": [
+                  {"sequence": 1, "intent": "sleep a minute", "context": "", "success_criteria": [crit("slept")]}]}}],
+        tools=[call("shell", command="rm old.log"), done("deleted old.log"), call("shell", command="sleep 60")],
+        AgentVerdict=[agent(verdict(gone, True, evidence="rm exited 0"))],
+        TaskVerdict=[task_verdict(verdict("old.log is gone", True))],
+    ))
+    proc, term = start_chat(prefect_api)
+    try:
+        term.type("delete old.log")
+        asked = term.read_until("Approve? [y/N]", 120)
+        assert "rm old.log" in asked and victim.exists()
+        term.type("y")
+        term.read_until("accept after 0 replan(s)", 120)
+        term.read_until("artoo>", 30)
+        assert not victim.exists()
+        term.type("wait a minute")
+        term.read_until("→ sleep a minute", 120)
+        time.sleep(1.0)  # the executor is inside `sleep 60` now
+        os.kill(proc.pid, signal.SIGINT)
+        term.read_until("cancelled", 60)
+        term.read_until("artoo>", 60)
+        assert proc.poll() is None  # the REPL is still there
+        term.type("/exit")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(term.fd)
+
+
+def test_chat_runs_a_request_and_answers_slash_commands(scripted, artoo_env: Path, prefect_api: str):
+    server = scripted(scenario(
+        TaskSpec=[spec("say_hello", "say hello")],
+        Plan=[plan([subtask("print hello", ["the output contains hello"])], ["hello was printed"])],
+        tools=[call("shell", command="echo hello"), done("hello")],
+        AgentVerdict=[agent(verdict("the output contains hello", True, evidence="shell printed hello"))],
+        TaskVerdict=[task_verdict(verdict("hello was printed", True))],
+    ))
+    proc, term = start_chat(prefect_api)
+    try:
+        term.type("say hello")
+        shown = term.read_until("cost by role", 120)
+        for progress in ("task say_hello", "round 1", "✓ print hello", "GGS D=0.00", "accept after 0 replan(s)"):
+            assert progress in shown, progress
+        term.read_until("artoo>")
+        term.type("/audit")
+        audit = term.read_until("(audit report in", 30)
+        assert "Audit report (on-demand)" in audit and "tasks observed" in audit
+        term.type("/memory")
+        assert "megrams" in term.read_until("┘", 30).lower()
+        term.type("/log")
+        term.read_until("FinalResult: accept", 30)
+        term.type("/exit")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(term.fd)
+    assert "say hello" in (artoo_env / "home" / "chat_history").read_text()
+    assert server.unused() == {}

@@ -1,0 +1,230 @@
+"""The failure model (#13): targets, attribution, four outcomes, P without skips, Ω without Law-1 waits.
+
+Pure rules, table-driven; the end-to-end stories are in tests/test_replan_stories.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from artoo.config.contracts import CriterionVerdict, ReplanRequest, SubTaskOutcome, ToolCall
+from artoo.config.settings import GGSParams
+from artoo.tasks.failure import (
+    attributed_targets,
+    blamed_tools,
+    call_targets,
+    command_paths,
+    outcome_counts,
+    refusals,
+    text_targets,
+)
+from artoo.tasks.ggs.controller import GGSController
+from artoo.tasks.ggs.maths import agent_elapsed_ms, distance, implausibility
+from artoo.tasks.roles.planner import directive_block, evidence_block
+from artoo.tasks.roles.prompting import FENCE_OPEN
+
+WS = "/ws"
+
+
+@pytest.mark.parametrize(("command", "paths"), [
+    ("wc -l missing/notes.txt", ["missing/notes.txt"]),
+    ("grep -c ERROR /var/log/app.log > hits.txt", ["/var/log/app.log", "hits.txt"]),
+    ("cat a.txt|sort>out.csv", ["a.txt", "out.csv"]),
+    ("cat a.txt | sort > out.csv 2>/dev/null", ["a.txt", "out.csv"]),
+    ("ls -la ~/Documents && echo done", ["~/Documents"]),
+    ("find /srv -maxdepth 1 -name '*.log'", ["/srv"]),  # a -name pattern is no path
+    ("curl -s https://example.com/x.json", []),
+    ("echo 3.5 VAR=a/b $HOME/x", []),
+    ("python3 script.py --out=r.md", ["script.py"]),
+    ("echo 'unbalanced", []),
+    ("", []),
+])
+def test_command_paths(command, paths):
+    assert command_paths(command) == paths
+
+
+@pytest.mark.parametrize(("tool", "value", "targets"), [
+    ("read_file", "notes.txt", ["/ws/notes.txt"]),
+    ("write_file", "out/../out/r.md", ["/ws/out/r.md"]),
+    ("read_file", "/etc/hosts", ["/etc/hosts"]),
+    ("shell", "wc -l missing/notes.txt", ["/ws/missing/notes.txt"]),
+    ("shell", "echo hello", []),
+    ("search", "  python release date ", ["python release date"]),
+    ("glob", "", []),
+])
+def test_call_targets(tool, value, targets):
+    assert call_targets(tool, value, WS) == targets
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Read notes.txt, then write `out/summary.md`.", {"/ws/notes.txt", "/ws/out/summary.md"}),
+    ("Search the log for errors", set()),
+    ("write it to /srv/reports/summary.md (the team folder)", {"/srv/reports/summary.md"}),
+    ("see https://example.com/a.html", set()),
+    # a path named only to rule it out is not used (models say so once a target is blocked)
+    ("The log is not at /srv/logz/app.log (that path does not exist); count logs/app.log.", {"/ws/logs/app.log"}),
+    ("count logs/app.log instead of /srv/logz/app.log", {"/ws/logs/app.log"}),
+    ("/srv/logz/app.log is missing, so read logs/app.log", {"/ws/logs/app.log"}),
+    ("do not write to /etc/motd; write out/motd.txt", {"/ws/out/motd.txt"}),
+    # ... but a ruling-out word in another clause, or far away, does not spare a path
+    ("if it does not exist, create out/report.md", {"/ws/out/report.md"}),
+    ("write /ws/a.md, not the draft", {"/ws/a.md"}),
+    ("never mind the old plan and just read the file /srv/logz/app.log", {"/srv/logz/app.log"}),
+])
+def test_text_targets(text, expected):
+    assert text_targets(text, WS) == expected
+
+
+def call(tool, value, ok=True, cls=None, output="", denied=False, targets=None) -> ToolCall:
+    return ToolCall(tool=tool, input=value, ok=ok, failure_class=cls, output=output, denied=denied,
+                    targets=call_targets(tool, value, WS) if targets is None else targets)
+
+
+def outcome(kind="failed", cls="environmental", calls=(), legacy=(), n=1, what="") -> SubTaskOutcome:
+    status = "matched" if kind == "matched" else "failed"
+    verdict = "pass" if kind == "matched" else "fail"
+    verdicts = [CriterionVerdict(criterion=f"c{i}", verdict=verdict, failure_class=None if kind == "matched" else cls)
+                for i in range(n)]
+    return SubTaskOutcome(subtask_id=f"s-{kind}-{what}", parent_task_id="t", status=status, outcome=kind,
+                          failure_class=None if kind == "matched" else cls, criteria_verdicts=verdicts,
+                          calls=list(calls), tool_calls=list(legacy), intent=what or kind)
+
+
+READ_OK = call("read_file", "notes.txt", output="alpha")
+WRITE_DENIED_ROOT = call("write_file", "/srv/r/summary.md", ok=False, cls="environmental",
+                         output="write_file refused: /srv/r/summary.md is outside the allowed roots")
+GREP_EXIT_2 = call("shell", "grep -c ERROR /srv/app.log > hits.txt", ok=False, cls="logical",
+                   output="grep: /srv/app.log: No such file or directory\n[exit code 2]")
+LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=True,
+               output="[LAW1] denied: write_file /ws/report.md\nThe user did not approve this irreversible "
+                      "action (overwrites an existing file). Nothing was changed.")
+
+
+@pytest.mark.parametrize(("outcomes", "blocked"), [
+    # (a) the user's file read fine beside the failing write: only the write's target
+    ([outcome(calls=[READ_OK, WRITE_DENIED_ROOT])], [("/srv/r/summary.md", "write_file")]),
+    # no call classified environmental: the last failed call, and only the path its error names
+    ([outcome(calls=[READ_OK, GREP_EXIT_2])], [("/srv/app.log", "shell")]),
+    # a logical failure blocks no target; a matched subtask none either
+    ([outcome(cls="logical", calls=[WRITE_DENIED_ROOT]), outcome("matched", calls=[READ_OK])], []),
+    # skipped and denied subtasks blame nothing (a Law-1 "no" is a constraint, not a failed target)
+    ([outcome("skipped"), outcome("denied", calls=[LAW1_NO])], []),
+    ([outcome(calls=[READ_OK, LAW1_NO])], []),
+    # an outcome of the spec's shape (evidence strings only): its last call
+    ([outcome(legacy=["read_file: notes.txt → alpha", "shell: curl http://h → timeout"])],
+     [("curl http://h", "shell")]),
+])
+def test_attributed_targets(outcomes, blocked):
+    assert attributed_targets(outcomes) == blocked
+
+
+HEAD_OK = call("shell", "head -2 data.csv", output="id,v")
+GLOB_OK = call("glob", "*.csv", output="data.csv")
+
+
+@pytest.mark.parametrize(("outcomes", "logical_only", "tools"), [
+    # a claim without evidence: the failing step's tools
+    ([outcome(cls="logical", calls=[HEAD_OK]), outcome("matched", calls=[READ_OK])], False, ["shell"]),
+    # the failing step read the same file the matched step read: read_file did its job, only glob is blamed
+    ([outcome(cls="logical", calls=[GLOB_OK, READ_OK]), outcome("matched", calls=[READ_OK])], False, ["glob"]),
+    # every tool the failing step used also worked for a matched step: nothing to block
+    ([outcome(cls="logical", calls=[READ_OK]), outcome("matched", calls=[READ_OK])], False, []),
+    # change_approach: the logical failure's tools, not the environmental one's
+    ([outcome(cls="logical", calls=[GLOB_OK]), outcome(calls=[GREP_EXIT_2], what="e")], True, ["glob"]),
+    ([outcome(cls="logical", calls=[GLOB_OK]), outcome(calls=[GREP_EXIT_2], what="e")], False, ["glob", "shell"]),
+    # skipped and denied subtasks ran nothing to blame; legacy evidence lines name their tools
+    ([outcome("skipped"), outcome("denied", calls=[LAW1_NO])], False, []),
+    ([outcome(cls="logical", legacy=["shell: ls → a", "glob: *.md → none", "shell: wc → 0"])], False,
+     ["shell", "glob"]),
+])
+def test_blamed_tools_spare_the_tools_that_matched(outcomes, logical_only, tools):
+    assert blamed_tools(outcomes, logical_only) == tools
+
+
+def test_refusals_say_what_was_refused_and_why():
+    said = refusals([outcome("denied", calls=[LAW1_NO]), outcome(calls=[WRITE_DENIED_ROOT])])
+    assert len(said) == 1 and said[0].startswith("write_file report.md — [LAW1] denied")
+    assert "overwrites an existing file" in said[0]
+
+
+@pytest.mark.parametrize(("outcomes", "counts", "D", "P"), [
+    # (b) one environmental failure, three skipped after it: D counts all four, P only the real one
+    ([outcome(), *(outcome("skipped", "logical", what=str(i)) for i in range(3))],
+     {"matched": 0, "failed": 1, "skipped": 3, "denied": 0}, 1.0, 0.0),
+    ([outcome("matched"), outcome(cls="logical"), outcome("skipped", "logical")],
+     {"matched": 1, "failed": 1, "skipped": 1, "denied": 0}, 2 / 3, 1.0),
+    ([outcome("denied"), outcome("matched", n=3)], {"matched": 1, "failed": 0, "skipped": 0, "denied": 1},
+     0.25, 0.0),
+])
+def test_four_outcomes_in_d_and_p(outcomes, counts, D, P):
+    assert outcome_counts(outcomes) == counts
+    assert distance(outcomes, []) == pytest.approx(D)
+    assert implausibility(outcomes, []) == pytest.approx(P)
+
+
+def test_skipped_subtasks_no_longer_turn_an_environmental_failure_into_break_symmetry():
+    rr = ReplanRequest(task_id="t", failed_outcomes=[outcome(calls=[GREP_EXIT_2]),
+                                                     *(outcome("skipped", "logical", what=str(i)) for i in range(3))])
+    decision = GGSController("t", "count errors", GGSParams()).evaluate(rr, 1000)
+    assert decision.state == "change_path" and decision.directive.blocked_tools == []
+    assert "matched=0 failed=1 skipped=3 denied=0" in decision.log_line
+    assert "Subtasks: matched=0 failed=1 skipped=3 denied=0." in decision.directive.rationale
+
+
+@pytest.mark.parametrize(("elapsed", "paused", "agent"), [
+    (1000.0, 0.0, 1000.0), (610_000.0, 600_000.0, 10_000.0), (5.0, 9.0, 0.0),
+])
+def test_agent_elapsed_excludes_the_pause(elapsed, paused, agent):
+    assert agent_elapsed_ms(elapsed, paused) == agent
+
+
+@pytest.mark.parametrize("paused", [-1.0, float("nan")])
+def test_a_bad_pause_is_refused(paused):
+    with pytest.raises(ValueError, match="paused_ms"):
+        agent_elapsed_ms(10.0, paused)
+
+
+@pytest.mark.parametrize("agent_ms", [0.0, 20_000.0, 60_000.0])
+def test_a_ten_minute_approval_wait_does_not_change_the_directive(agent_ms):
+    """(e) Same round, same agent time: the directive is the same with or without a 10-minute wait."""
+    ten_minutes = 600_000.0
+    params = GGSParams()  # time_budget 300 s: counted, the wait alone would be 0.8 of w2's share
+    rr = ReplanRequest(task_id="t", failed_outcomes=[outcome(calls=[READ_OK, WRITE_DENIED_ROOT])])
+    plain = GGSController("t", "x", params).evaluate(rr, agent_ms)
+    waited = GGSController("t", "x", params).evaluate(rr, agent_ms + ten_minutes, paused_ms=ten_minutes)
+    counted = GGSController("t", "x", params).evaluate(rr, agent_ms + ten_minutes)
+    assert (waited.state, waited.loss) == (plain.state, plain.loss) and waited.state == "change_path"
+    assert "law1_wait=600.0s (not in Ω)" in waited.log_line
+    assert counted.loss.Omega > plain.loss.Omega  # what the bug did: the person's time in Ω
+
+
+def test_evidence_block_quotes_calls_output_and_advice_fenced():
+    failed = outcome(calls=[READ_OK, WRITE_DENIED_ROOT], what="write the summary").model_copy(update={
+        "what_was_wrong": "/srv/r is outside the allowed roots", "what_to_do": "write summary.md in the workspace"})
+    text = evidence_block([failed, outcome("skipped", what="mail it"), outcome("matched", what="fine")])
+    assert "Tool call: write_file /srv/r/summary.md — failed (environmental)" in text
+    assert "Tool call: read_file notes.txt — ok" in text
+    assert "outside the allowed roots" in text and "write summary.md in the workspace" in text
+    assert "'mail it': not run" in text and "'fine'" not in text
+    assert text.count(FENCE_OPEN) == 3  # two outputs and the advice, each fenced
+
+
+def test_evidence_block_caps_long_output():
+    long = call("shell", "cat big.log", ok=False, cls="environmental", output="x" * 5000)
+    assert len(evidence_block([outcome(calls=[long])])) < 1500
+
+
+def test_directive_block_states_law1_refusals():
+    rr = ReplanRequest(task_id="t", failed_outcomes=[outcome("denied", calls=[LAW1_NO])])
+    decision = GGSController("t", "x", GGSParams()).evaluate(rr, 0)
+    assert decision.directive.blocked_targets == [] and decision.directive.refused
+    assert (decision.state, decision.directive.failure_class) == ("change_path", "environmental")
+    text = directive_block(decision.directive)
+    assert "REFUSED" in text and "write_file report.md" in text and "write a new file" in text
+
+
+def test_an_abandon_after_a_refusal_says_what_was_refused():
+    rr = ReplanRequest(task_id="t", failed_outcomes=[outcome("denied", calls=[LAW1_NO])])
+    final = GGSController("t", "x", GGSParams(max_replans=0)).evaluate(rr, 0).final
+    assert final is not None and final.directive == "abandon"
+    assert any(step.startswith("You refused (Law 1): write_file report.md") for step in final.next_steps)
