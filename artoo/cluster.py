@@ -57,11 +57,13 @@ async def deploy_to_pool(settings: Settings, pool: str = POOL, names: tuple[str,
 async def ensure_dreamer_limit() -> None:
     """The global concurrency limit every Dreamer pass holds (flows.dreamer creates it too)."""
     from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectAlreadyExists
 
     from artoo.flows.dreamer import DREAMER_LIMIT
 
     async with get_client() as client:
-        await client.upsert_global_concurrency_limit_by_name(DREAMER_LIMIT, 1)
+        with contextlib.suppress(ObjectAlreadyExists):  # a concurrent creator won: it exists
+            await client.upsert_global_concurrency_limit_by_name(DREAMER_LIMIT, 1)
 
 
 def memory_problem(settings: Settings) -> str | None:

@@ -21,6 +21,7 @@ detectable as crashed (it has no subflows, so there is nothing to save per run).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -113,9 +114,12 @@ async def one_pass_at_a_time() -> AsyncIterator[None]:
     """
     from prefect.client.orchestration import get_client
     from prefect.concurrency.asyncio import concurrency
+    from prefect.exceptions import ObjectAlreadyExists
 
+    # another worker may create it between the upsert's read and its write: then it exists, which is all we need
     async with get_client() as client:
-        await client.upsert_global_concurrency_limit_by_name(DREAMER_LIMIT, 1)
+        with contextlib.suppress(ObjectAlreadyExists):
+            await client.upsert_global_concurrency_limit_by_name(DREAMER_LIMIT, 1)
     async with concurrency(DREAMER_LIMIT, occupy=1, strict=True, lease_duration=DREAMER_LEASE_S):
         yield
 
