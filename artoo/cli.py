@@ -20,6 +20,7 @@ from rich.console import Console
 from artoo.cli_chat import chat as chat_command
 from artoo.cli_cluster import verify_homes
 from artoo.cli_cluster import worker as worker_command
+from artoo.cli_eval import eval_app
 from artoo.cli_memory import dream as dream_command
 from artoo.cli_memory import memory_app
 from artoo.cli_observe import log as log_command
@@ -33,6 +34,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(policy_app, name="policy")
 app.add_typer(audit_app, name="audit")
 app.command("worker")(worker_command)
+app.add_typer(eval_app, name="eval")
 
 err = Console(stderr=True)
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Also print Prefect's own log lines "

@@ -1,9 +1,9 @@
 """artoo's embedded Prefect API: Prefect's own one-shot local server, started by artoo.
 
 With no Prefect API configured, Prefect starts an ephemeral server itself: a uvicorn
-subprocess serving ``prefect.server.api.server:create_app`` over SQLite.  artoo starts that
-same server (same app, command line, environment flags and database) itself, for two
-reasons measured on `artoo run`:
+subprocess serving Prefect's API app over SQLite.  artoo starts that same server (same app,
+built by artoo.config.compat.prefect_server_app, same database) itself, for two reasons
+measured on `artoo run` (``server.embedded = "prefect"`` leaves it to Prefect instead):
 
 * **SQLite lock collisions cost 2 s each.**  Concurrent writes (parallel subflows, Prefect's
   own log and event writers) meet "database is locked"; the server answers HTTP 503, and
@@ -25,6 +25,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
+import socket
 import subprocess
 import sys
 import threading
@@ -32,8 +34,10 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+from artoo.config.compat import note_prefect_version, prefect_server_app
 from artoo.config.errors import EnvironmentalFailure
 
 RETRY_AFTER_S = 0.25
@@ -42,6 +46,11 @@ RETRY_AFTER_MAX_S = 4.0
 CROWD_WINDOW_S = 2.0
 """503s this recent count as one crowd: each doubles the next Retry-After."""
 CLIENT_MAX_RETRIES = 10
+PORT_TAKEN_EXIT = 3
+"""uvicorn's exit code when it cannot bind, but also when the app's start-up fails."""
+MAX_RELAUNCHES = 3
+LINGER_START_S = 120.0
+"""Least time a command waits for a lingering server it started to answer."""
 LOG_MAX_BYTES = 5_000_000
 """The server's log (PREFECT_HOME/embedded-server.log) starts afresh when it is this large."""
 
@@ -104,14 +113,15 @@ class RetryAfter503:
         await self.app(scope, receive, send_with_retry_after)
 
 
-def create_app() -> RetryAfter503:
-    """The uvicorn factory: Prefect's server app, wrapped; exits with the parent named in the environment."""
-    from prefect.server.api.server import create_app as prefect_app
+def create_app(ephemeral: bool = True) -> RetryAfter503:
+    """The uvicorn factory: Prefect's server app, wrapped; exits with the parent named in the environment.
 
+    ``ephemeral``: only the services Prefect runs in its own one-shot server (the lingering server passes False).
+    """
     parent = int(os.environ.get(PARENT_ENV, "0"))
     if parent:
         threading.Thread(target=_exit_with_parent, args=(parent,), name="artoo-parent-watch", daemon=True).start()
-    return RetryAfter503(prefect_app())
+    return RetryAfter503(prefect_server_app(ephemeral))
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -127,6 +137,8 @@ class EmbeddedServer:
         self.port = 0
         self.process: subprocess.Popen | None = None
         self.ready = False
+        self.launches = 0
+        self.log_start = 0
         self.log: Any = None
         self.watcher: Any = None
         """Says each failure the server logs in one line on stderr (artoo.local_server.ServerLogWatcher)."""
@@ -136,14 +148,15 @@ class EmbeddedServer:
         """Where Prefect's client finds it."""
         return f"http://127.0.0.1:{self.port}/api"
 
-    def launch(self) -> EmbeddedServer:
-        """Start the process and return at once (``wait_ready`` waits for it)."""
+    def launch(self, port: int | None = None) -> EmbeddedServer:
+        """Start the process on ``port`` (a free one by default) and return at once (``wait_ready`` waits)."""
         from artoo.local_server import free_port
 
-        self.port = free_port()
+        note_prefect_version()
+        self.port = port or free_port()
+        self.launches += 1
         self._watch_log()
-        env = {**EPHEMERAL_DEFAULTS, **os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
-               "PREFECT__SERVER_FINAL": "1", PARENT_ENV: str(os.getpid())}
+        env = {**EPHEMERAL_DEFAULTS, **os.environ, "PREFECT_UI_ENABLED": "0", PARENT_ENV: str(os.getpid())}
         env.pop("PREFECT_API_URL", None)
         command = [sys.executable, "-m", "uvicorn", "--factory", f"{__name__}:create_app", "--host", "127.0.0.1",
                    "--port", str(self.port), "--log-level", "error", "--lifespan", "on"]
@@ -167,7 +180,8 @@ class EmbeddedServer:
         path = get_current_settings().home / "embedded-server.log"
         path.parent.mkdir(parents=True, exist_ok=True)
         self.log = path.open("ab" if path.exists() and path.stat().st_size < LOG_MAX_BYTES else "wb")
-        self.watcher = ServerLogWatcher(path, _say, prefix="artoo", offset=self.log.tell())
+        self.log_start = self.log.tell()
+        self.watcher = ServerLogWatcher(path, _say, prefix="artoo", offset=self.log_start)
         self.watcher.seen = seen
         self.watcher.start()
 
@@ -176,15 +190,20 @@ class EmbeddedServer:
         deadline = time.monotonic() + timeout_s
         while not self.ready:
             code = self.process.poll()
-            if code == 3:  # uvicorn could not bind: the port was taken since we picked it
-                self.launch()
+            if code == PORT_TAKEN_EXIT and port_taken(self.port) and self.launches <= MAX_RELAUNCHES:
+                self.launch()  # uvicorn could not bind: the port was taken since we picked it
                 continue
             if code is not None or time.monotonic() > deadline:
-                log = self.watcher.log
+                log, start = self.watcher.log, self.log_start
                 self.stop()
                 why = f"exited with code {code}" if code is not None else f"did not answer within {timeout_s:.0f} s"
+                if code == PORT_TAKEN_EXIT:
+                    why = (f"failed to start (exit {code}; port {self.port} is free, so Prefect's app itself "
+                           "failed: a damaged or newer database under PREFECT_HOME is the usual cause)")
+                cause = last_error(log, start)
                 raise EnvironmentalFailure(
-                    f"the embedded Prefect server {why} (its own errors are in {log}). Point "
+                    f"the embedded Prefect server {why}{': ' + cause if cause else ''} (its own errors are in "
+                    f"{log}). Point "
                     "artoo at a running server instead (`artoo server`, then PREFECT_API_URL), or raise "
                     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.")
             try:
@@ -209,6 +228,30 @@ class EmbeddedServer:
             self.log.close()
 
 
+def port_taken(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:``port`` (binding it fails)."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+
+def last_error(log: Path, offset: int) -> str | None:
+    """The last exception line (``SomeError: why``) the server wrote to ``log`` after ``offset``."""
+    try:
+        with log.open("rb") as file:
+            file.seek(offset)
+            text = file.read().decode(errors="replace")
+    except OSError:
+        return None
+    found = re.findall(r"^(?:[\w.]+\.)?\w*(?:Error|Exception)\b.*$", text, re.MULTILINE)
+    return found[-1].strip()[:300] if found else None
+
+
 def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -227,8 +270,9 @@ def start_early() -> None:
     started in a thread while the caller imports its flows; with 0, a one-shot server of this process.
     """
     global _SHARED, _EARLY
+    note_prefect_version()
     with _LOCK:
-        if _SHARED is not None or _EARLY is not None or _api_configured():
+        if _SHARED is not None or _EARLY is not None or _api_configured() or _left_to_prefect():
             return
         home, linger_s = _lingering()
         if linger_s > 0:
@@ -255,7 +299,9 @@ class _Lookup(threading.Thread):
 
         try:
             lingering.attach(self.home)
-            timeout = get_current_settings().server.ephemeral.startup_timeout_seconds
+            # a first start imports Prefect's whole server: on a busy machine that alone can pass the
+            # one-shot server's 20 s, and a lingering server is started once, so allow it more
+            timeout = max(get_current_settings().server.ephemeral.startup_timeout_seconds, LINGER_START_S)
             self.api_url = lingering.ensure(self.home, self.linger_s, timeout)
         except BaseException as exc:  # re-raised in the caller's thread by result()
             self.error = exc
@@ -265,6 +311,13 @@ class _Lookup(threading.Thread):
         if self.error is not None:
             raise self.error
         return str(self.api_url)
+
+
+def _left_to_prefect() -> bool:
+    """``server.embedded = "prefect"``: Prefect starts its own ephemeral server at the first API call."""
+    from artoo.config.settings import load_settings
+
+    return load_settings().server.embedded == "prefect"
 
 
 def _lingering() -> tuple[Any, float]:
@@ -289,8 +342,9 @@ def prefect_api() -> Iterator[str]:
     """Run Prefect in this block against the configured API, or else this process's embedded server."""
     from prefect.settings import PREFECT_API_URL, get_current_settings
 
-    if _api_configured():
-        yield str(PREFECT_API_URL.value() or "")
+    if _api_configured() or _left_to_prefect():
+        note_prefect_version()
+        yield str(PREFECT_API_URL.value() or "")  # "" with server.embedded = "prefect": Prefect's own server
         return
     start_early()
     watcher = None
@@ -316,10 +370,11 @@ def prefect_api() -> Iterator[str]:
 def _pointed_at(api_url: str) -> Iterator[None]:
     """Every thread of this process (Prefect's event and log workers too) uses ``api_url`` in the block,
     with the retry budget the short Retry-After waits are meant for."""
-    import prefect.context
     from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, temporary_settings
+
+    from artoo.config.compat import process_wide_settings
 
     retries = max(CLIENT_MAX_RETRIES, PREFECT_CLIENT_MAX_RETRIES.value())
     with (temporary_settings(updates={PREFECT_API_URL: api_url, PREFECT_CLIENT_MAX_RETRIES: retries}),
-          prefect.context._temporary_global_settings_context(prefect.context.get_settings_context())):
+          process_wide_settings()):
         yield

@@ -245,7 +245,7 @@ def serve(home: Path, linger_s: float) -> int:
     paths = Paths.of(home)
     port = free_port()
     api_url = f"http://127.0.0.1:{port}/api"
-    activity = Activity(create_app())
+    activity = Activity(create_app(ephemeral=False))
     server = uvicorn.Server(uvicorn.Config(activity, host="127.0.0.1", port=port, log_level="error",
                                            lifespan="on"))
 

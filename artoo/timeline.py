@@ -45,6 +45,8 @@ def _render(r: dict[str, Any], full: bool) -> list[str]:
         return _message(r)
     if kind == "truncated":
         return [f"  … {r.get('reason')}"]
+    if kind == "end" and r.get("error"):
+        return [f"end: the run did not finish ({r['error']})"]
     if kind == "end":
         cost = r.get("cost", {})
         calls = sum(row.get("calls", 0) for row in cost.values())

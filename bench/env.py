@@ -111,13 +111,13 @@ def stop_ephemeral() -> None:
         return
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker
-    from prefect.server.api.server import SubprocessASGIServer
+
+    from artoo.config.compat import stop_prefect_ephemeral_server
 
     for worker in (EventsWorker, APILogWorker):
         with contextlib.suppress(Exception):
             worker.drain_all(timeout=10)
-    for server in list(SubprocessASGIServer._instances.values()):
-        server.stop()
+    stop_prefect_ephemeral_server()
     from artoo.embedded_server import stop_shared
 
     stop_shared()
@@ -126,8 +126,9 @@ def stop_ephemeral() -> None:
 @contextlib.contextmanager
 def prefect_mode(api_url: str | None) -> Iterator[None]:
     """Run Prefect against ``api_url``, or against the embedded server when None, for this process."""
-    import prefect.context
     from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from artoo.config.compat import process_wide_settings
 
     saved = os.environ.get("PREFECT_API_URL")
     if api_url:
@@ -137,7 +138,7 @@ def prefect_mode(api_url: str | None) -> Iterator[None]:
         os.environ.pop("PREFECT_API_URL", None)
         settings = temporary_settings(restore_defaults={PREFECT_API_URL})
     try:
-        with settings, prefect.context._temporary_global_settings_context(prefect.context.get_settings_context()):
+        with settings, process_wide_settings():
             if api_url:
                 yield
             else:  # the server `artoo run` uses when no API is configured

@@ -12,23 +12,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-FailureClass = Literal["logical", "environmental"]
-CriterionMode = Literal["verifiable", "plausible"]
-MacroState = Literal["abandon", "success", "break_symmetry", "change_approach", "change_path", "refine"]
-ActionDirective = Literal["refine", "change_path", "change_approach", "break_symmetry"]
-FinalDirective = Literal["accept", "success", "abandon"]
-Urgency = Literal["low", "normal", "high"]
-MemoryAction = Literal["Ignore", "Exploit", "Avoid", "Caution"]
-Level = Literal["M", "K", "C", "T"]
-OutcomeKind = Literal["matched", "failed", "skipped", "denied"]
-
-
-class Contract(BaseModel):
-    """Base: unknown fields are refused so a typo never silently drops data."""
-
-    model_config = ConfigDict(extra="forbid")
+from artoo.config.contract_base import (  # noqa: F401 — re-exported: the contracts' public names
+    ActionDirective,
+    Contract,
+    CriterionMode,
+    FailureClass,
+    FinalDirective,
+    Level,
+    MacroState,
+    MemoryAction,
+    OutcomeKind,
+    Urgency,
+)
+from artoo.config.memory_contracts import Potentials, SOPRecord  # noqa: F401 — re-exported
 
 
 class Criterion(Contract):
@@ -354,32 +352,6 @@ class Megram(Contract):
     """Decay per day; 0 for C and T."""
     derived_from: list[str] = Field(default_factory=list)
     """For consolidated C Megrams: ids of the Megrams they distil."""
-
-
-class Potentials(Contract):
-    """Live dual-channel convolution for one tag pair."""
-
-    attention: float
-    """Σ|f|·e^(−kΔt): where to look."""
-    decision: float
-    """Σσ·f·e^(−kΔt): what to do."""
-    action: MemoryAction
-    """Ignore, Exploit, Avoid or Caution by the spec's thresholds."""
-
-
-class SOPRecord(Contract):
-    """A C-level rule served to R2."""
-
-    id: str
-    """The C Megram's id."""
-    space: str
-    """Tag space."""
-    entity: str
-    """Tag entity."""
-    content: str
-    """The rule."""
-    sigma: float
-    """>0: SHOULD PREFER; ≤0: MUST NOT."""
 
 
 class MemoryQuery(Contract):

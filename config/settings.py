@@ -86,12 +86,26 @@ class ToolParams(BaseModel):
     shell_file_mb: int = Field(1024, description="Largest file one shell command may write (MB).")
 
 
+class AblationParams(BaseModel):
+    """Switches that turn one part of the correction loop off, to measure what it is worth (artoo eval)."""
+
+    strategy: Literal["ggs", "retry"] = Field(
+        "ggs", description="ggs: the GGS directs each replan; retry: the ablation, a failed round is re-planned "
+        "from the round-1 prompt (no directive, no blocked tools or targets, no memory, no prior summary).")
+    planner_sees_blocked_targets: bool = Field(
+        True, description="Debug switch: false hides the blocked targets from the planner's prompt (they are "
+        "still enforced by the plan rules and the toolbox), to show what that channel is worth.")
+
+
 class ServerParams(BaseModel):
     """The Prefect server artoo starts for itself when no PREFECT_API_URL is set."""
 
     linger_s: float = Field(
         600.0, description="Seconds the embedded server lingers idle after the last command that used it, "
         "so the next command reuses it (one per ARTOO_HOME; `artoo stop` ends it). 0: a server per command.")
+    embedded: Literal["artoo", "prefect"] = Field(
+        "artoo", description="Which server runs when no PREFECT_API_URL is set: artoo's (short Retry-After on "
+        "SQLite locks, started early, lingering) or Prefect's own ephemeral server, started by Prefect itself.")
 class DecisionLogParams(BaseModel):
     """The decision log under ARTOO_HOME/decisions: one JSONL file per run (artoo log, artoo replay)."""
 
@@ -129,14 +143,19 @@ class Settings(BaseSettings):
     ggs: GGSParams = Field(default_factory=GGSParams, description="GGS loss hyperparameters.")
     memory: MemoryParams = Field(default_factory=MemoryParams, description="MKCT memory thresholds.")
     tools: ToolParams = Field(default_factory=ToolParams, description="Executor tool limits.")
+    ablation: AblationParams = Field(default_factory=AblationParams,
+                                     description="Ablation switches for measuring the correction loop.")
     server: ServerParams = Field(default_factory=ServerParams, description="artoo's own Prefect server.")
     decisions: DecisionLogParams = Field(default_factory=DecisionLogParams,
                                          description="Decision log retention and size bounds.")
     llm_timeout_s: float = Field(60.0, description="Per-request LLM timeout in seconds.")
     llm_max_retries: int = Field(1, description="Transport-level retries of one LLM request (openai client).")
-    law1_mode: Literal["auto", "console", "pause", "deny"] = Field(
+    law1_mode: Literal["auto", "console", "pause", "deny", "policy"] = Field(
         "auto", description="How Law-1 confirmations are asked: auto picks pause for deployment runs, "
-        "console in an interactive terminal, deny otherwise.")
+        "console in an interactive terminal, deny otherwise; policy asks the callable named by law1_policy.")
+    law1_policy: str | None = Field(
+        None, description="module:callable answering Law-1 questions when law1_mode is policy (artoo eval's "
+        "rule-based answerer); it gets the PendingAction and returns True to approve.")
     law1_timeout_s: int = Field(
         600, description="Seconds a paused Law-1 confirmation waits before it counts as denied.")
     history_size: int = Field(5, description="Session context: how many past {input, summary} pairs R1 sees.")

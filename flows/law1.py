@@ -5,6 +5,8 @@ form in the Prefect UI that shows the exact command and its targets (approve run
 deny or timeout does not); ``console`` asks on the terminal of an interactive
 ``artoo run``; ``deny`` answers no at once (non-interactive with nobody to ask).
 ``auto`` picks pause for runs of a deployment, console on a TTY, deny otherwise.
+``policy`` asks a callable named in ``law1_policy`` (``artoo eval`` answers by a stated rule:
+nobody is at the keyboard, and its rule is part of what it measures).
 Every decision is logged in the run's logs.
 
 The question waits where the person looks: the pause happens on the nested subtask run,
@@ -91,7 +93,8 @@ def make_gate(settings: Settings, mode: str, decisions: list[str], waits: list[f
             waits.append(waited)
         verdict = "approved" if approved else "denied"
         decisions.append(f"{verdict}: {action.command}")
-        logger.warning("[LAW1] %s by %s after %.1f s: %s (targets: %s)", verdict, "user" if approved else mode,
+        who = "user" if approved and mode != "policy" else mode
+        logger.warning("[LAW1] %s by %s after %.1f s: %s (targets: %s)", verdict, who,
                        waited, action.command, ", ".join(action.targets))
         return approved
 
@@ -112,6 +115,8 @@ async def _ask(mode: str, action, settings: Settings, top_run_id: str | None = N
             get_run_logger().warning("[LAW1] no approval (%s)", exc)
         await _answered(announced, action, "approved" if approved else "denied")
         return approved
+    if mode == "policy":
+        return await ask_policy(settings.law1_policy, action)
     if mode == "console":
         changes = "".join(f"\n    {line}" for line in action.changes)
         made = f"\n  it made exactly these changes on a copy-on-write view:{changes}" if changes else ""
@@ -120,6 +125,21 @@ async def _ask(mode: str, action, settings: Settings, top_run_id: str | None = N
         reply = await asyncio.to_thread(_console_input, prompt)
         return reply.strip().lower() in ("y", "yes")
     return False
+
+
+async def ask_policy(name: str | None, action) -> bool:
+    """The configured policy's answer (``module:callable``, sync or async); a policy that fails approves nothing."""
+    import importlib
+    import inspect
+
+    try:
+        module, _, attr = (name or "").partition(":")
+        policy = getattr(importlib.import_module(module), attr)
+        answer = policy(action)
+        return (await answer if inspect.isawaitable(answer) else answer) is True
+    except Exception as exc:  # a missing or broken policy is not an approval
+        get_run_logger().warning("[LAW1] policy %r gave no answer (%s): denied", name, exc)
+        return False
 
 
 async def _announce(action, top_run_id: str | None) -> tuple[UUID, str] | None:

@@ -85,7 +85,7 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
 
 def _calibrate(rt: Runtime, spec: TaskSpec, blocked_tools: list[str], blocked_targets: list[str]):
     """R2's memory calibration (no LLM call); memory trouble never stops planning."""
-    if rt.store is None:
+    if rt.store is None or rt.settings.ablation.strategy == "retry":  # the retry ablation plans without memory
         return None
     logger = get_run_logger()
     try:
@@ -109,8 +109,13 @@ async def _plan(runtime_id: str, spec: TaskSpec, block: str, directive: PlanDire
     Size alone never rejects the re-asked plan: it is capped (and the cap logged) instead.
     """
     problems: list[str] | None = None
+    shown_directive, shown_targets = directive, must_not_targets
+    if not get_runtime(runtime_id).settings.ablation.planner_sees_blocked_targets:  # debug: hide one channel
+        shown_targets = set()  # still enforced below and by the toolbox; only the prompt loses them
+        shown_directive = directive.model_copy(update={"blocked_targets": []}) if directive else None
+        block = "\n".join(line for line in block.splitlines() if not any(t in line for t in must_not_targets))
     for suffix in ("", " · re-ask"):
-        plan = await plan_task(runtime_id, spec, block, directive, must_not_tools, must_not_targets,
+        plan = await plan_task(runtime_id, spec, block, shown_directive, must_not_tools, shown_targets,
                                prior_summary, problems, suffix=suffix, evidence=evidence)
         size_limit = None if suffix else plan_rules.MAX_SUBTASKS
         problems = plan_rules.validate_plan(plan, must_not_tools, must_not_targets, max_subtasks=size_limit,

@@ -100,6 +100,10 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
                     "law1_wait_seconds": round(sum(runtime.law1_waits), 3)}
         runtime.decisions.write("end", **document)
         return document
+    except BaseException as exc:  # a failed, crashed or cancelled run still says how it ended
+        runtime.decisions.write("end", error=f"{type(exc).__name__}: {exc}",
+                                cost=cost_report(runtime.llm.records))
+        raise
     finally:
         if own_audit is not None:
             await own_audit.finish()
@@ -176,6 +180,7 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
     rt.bus.publish(spec, "R1", "R2")
     controller = GGSController(spec.task_id, spec.intent, rt.settings.ggs)
     directive, prior_summary, evidence, round_no = None, "", "", 1
+    retry = rt.settings.ablation.strategy == "retry"  # the ablation: same stopping rule, no directed correction
     while True:
         blocked_tools = list(directive.blocked_tools) if directive else []
         blocked_targets = list(directive.blocked_targets) if directive else []
@@ -190,9 +195,9 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
             decision = await ggs_task(runtime_id, controller, message, elapsed_ms, round_no, paused_ms)
         if decision.final is not None:
             break
-        directive = decision.directive
-        prior_summary = getattr(message, "gap_summary", "") or ""
-        evidence = evidence_block(getattr(message, "failed_outcomes", []))
+        directive = None if retry else decision.directive
+        prior_summary = "" if retry else getattr(message, "gap_summary", "") or ""
+        evidence = "" if retry else evidence_block(getattr(message, "failed_outcomes", []))
         round_no += 1
     final = decision.final
     if final.directive == "abandon":  # spec v0.9: one R2 call reports what was achieved and what to try

@@ -23,19 +23,17 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
 from artoo.config.contracts import SubTaskOutcome, ToolCall
+from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, parse, strip_prefix
 
 OUTCOME_KINDS: tuple[str, ...] = ("matched", "failed", "skipped", "denied")
 """The four ways a subtask ends."""
 PATH_TOOLS = frozenset({"read_file", "write_file", "glob"})
 """Tools whose primary argument is a path."""
-_OPERATORS = frozenset({"|", "||", "&&", ";", ";;", "&", "(", ")", "!", "then", "do", "else", "{", "}", "|&"})
-_REDIRECT = re.compile(r"^(?:\d?>>?|<<?<?|&>>?|\d?>&|>\|)")
 _EXTENSION = re.compile(r"^[\w.~+-]*\.[A-Za-z][A-Za-z0-9]{0,7}$")
 _NOT_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin"})
 _STRIP = "\"'`()[]{}<>,;:!?*"
@@ -55,39 +53,24 @@ def looks_like_path(token: str) -> bool:
 
 
 def command_paths(command: str) -> list[str]:
-    """The path arguments of a shell command: no command names, flags, operators or numbers."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
+    """The path arguments of a shell command: no command names, flags, operators or numbers.
+
+    The command is read by Law 1's bash grammar (``artoo.tasks.law1.parse``), so both see the
+    same words: quotes removed, ``$( … )`` read on its own, here-document bodies and
+    delimiters no paths.  Text the grammar cannot read is taken as whatever it could read.
+    """
     try:
-        tokens = list(lexer)
-    except ValueError:  # unbalanced quotes: the words as written
-        tokens = command.split()
+        script = parse(command, partial=True)
+    except ParseError:  # partial reading never raises; kept so a grammar change cannot break attribution
+        return []
     paths: list[str] = []
-    expect_command, expect_path = True, False
-    for token in tokens:
-        if token in _OPERATORS:
-            expect_command = True
-            continue
-        if token.startswith("<<"):  # a here-document's delimiter is a word, not a path
-            expect_path, expect_command = False, False
-            continue
-        redirect = _REDIRECT.match(token)
-        if redirect:
-            rest = token[redirect.end():]
-            if rest:
-                paths.append(rest)
-            else:
-                expect_path = True
-            continue
-        if expect_path:
-            paths.append(token)
-            expect_path = False
-            continue
-        if expect_command:
-            expect_command = False
-            continue
-        if looks_like_path(token):
-            paths.append(token)
+    for simple in script.commands:
+        words = strip_prefix(simple.words)
+        paths += [w for w in words[1:] if looks_like_path(w) and not PLACEHOLDER.search(w)]
+        paths += [r for r in simple.reads if not PLACEHOLDER.search(r)]
+        paths += [r.target for r in simple.redirects if not PLACEHOLDER.search(r.target)]
+    for inner in script.substitutions:
+        paths += command_paths(inner)
     return [p for p in dict.fromkeys(paths) if p not in _NOT_TARGETS and not p.startswith("&")]
 
 

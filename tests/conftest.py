@@ -103,9 +103,9 @@ def _global_settings():
 
     Prefect's own test harness does the same (prefect.testing.utilities.prefect_test_harness).
     """
-    import prefect.context
+    from artoo.config.compat import process_wide_settings
 
-    return prefect.context._temporary_global_settings_context(prefect.context.get_settings_context())
+    return process_wide_settings()
 
 
 @pytest.fixture

@@ -109,6 +109,8 @@ def test_law1_is_asked_inline_and_ctrl_c_cancels_the_task_not_the_repl(scripted,
         term.read_until("cancelled", 60)
         term.read_until("artoo>", 60)
         assert proc.poll() is None  # the REPL is still there
+        term.type("/log")
+        term.read_until("end: the run did not finish", 30)  # the decision log says how the task ended
         term.type("/exit")
         assert proc.wait(timeout=30) == 0
     finally:

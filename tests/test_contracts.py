@@ -89,8 +89,8 @@ def test_unknown_fields_are_refused(name: str):
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_llm_answer_schemas_are_strict_json_schemas(name: str):
-    from openai.lib._pydantic import to_strict_json_schema
+    from artoo.tasks.llm.strict import strict_json_schema
 
-    schema = to_strict_json_schema(SCHEMAS[name])
+    schema = strict_json_schema(SCHEMAS[name])
     assert schema["additionalProperties"] is False
     assert set(schema["required"]) == set(schema["properties"])

@@ -37,6 +37,13 @@ WS = "/ws"
     ("echo 3.5 VAR=a/b $HOME/x", []),
     ("python3 script.py --out=r.md", ["script.py"]),
     ("echo 'unbalanced", []),
+    # read by Law 1's bash grammar: one shell reader for both
+    ("wc -l < data/notes.txt", ["data/notes.txt"]),
+    ("ls data/raw/ 2>&1 | head", ["data/raw/"]),
+    ("VAR=1 wc -l a.txt", ["a.txt"]),
+    ("echo $(cat x.txt) y.md", ["y.md", "x.txt"]),  # the substitution's own paths, not its text
+    ("cat <<EOF > o.md\nsee /etc/x.txt\nEOF", ["o.md"]),  # a here-document's body is data
+    ("wc -l 'notes.txt' \\\n  \"out dir/r.md\"", ["notes.txt", "out dir/r.md"]),  # quotes and a line continuation
     ("", []),
 ])
 def test_command_paths(command, paths):

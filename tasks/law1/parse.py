@@ -78,6 +78,8 @@ class Simple:
     here_input: str | None = None
     plain: bool = False
     """Surely runs in this shell: not in a pipeline, subshell, group, branch or loop, nor after && / ||."""
+    reads: list[str] = field(default_factory=list)
+    """Files it reads by redirection (``< in.txt``): no Law-1 matter, but a target when the read fails."""
 
 
 @dataclass
@@ -339,6 +341,8 @@ class _Flattener:
             return  # fd duplication such as 2>&1, not a file
         if op not in _WRITE_TARGETS_SKIPPED:  # reading is harmless
             simple.redirects.append(Redirect(op, target))
+        elif op == "<":
+            simple.reads.append(target)
 
     # ------------------------------------------------------------ words
     def word(self, node: Node, quoted: bool = False) -> str:

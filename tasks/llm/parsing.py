@@ -12,11 +12,11 @@ import json
 import re
 from functools import cache
 
-from openai.lib._pydantic import to_strict_json_schema
 from pydantic import ValidationError
 
 from artoo.config.protocol import Answer
 from artoo.tasks.llm.base import answer_model
+from artoo.tasks.llm.strict import strict_json_schema
 
 MODES = ("json_schema", "json_object_schema", "json_object")
 """Structured-output modes, best first: OpenAI strict json_schema; llama.cpp's json_object
@@ -34,7 +34,7 @@ class InvalidAnswer(Exception):
 
 @cache
 def _strict_schema(name: str) -> str:
-    return json.dumps(to_strict_json_schema(answer_model(name)))
+    return json.dumps(strict_json_schema(answer_model(name)))
 
 
 def strict_schema(name: str) -> dict:

@@ -12,7 +12,9 @@ Routing (how a request finds its queue):
   when that title is a scenario key, else the NAME written in a system message as
   ``schema named "NAME"`` (the phrase artoo's LLM layer writes in JSON mode);
 * within the queue, the first entry whose ``match`` (if any) occurs in the concatenated
-  message contents is used, and consumed unless ``repeat`` is set.
+  message contents is used, and consumed unless ``repeat`` is set;
+* a programmable ``responder(name, body)`` (``artoo eval``'s simulated model) is asked first:
+  its ScriptEntry (or dict) answers, None falls through to the queues.
 
 A request the script cannot answer gets HTTP 500 naming the schema, so a test fails
 with a clear message instead of hanging.  Handlers are async, so requests with latency
@@ -28,6 +30,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -162,8 +165,10 @@ def _completion(body: dict, entry: ScriptEntry) -> dict:
 class ScriptedLLMServer:
     """The scripted endpoint on 127.0.0.1, run in a background thread."""
 
-    def __init__(self, scenario: Scenario | dict | str | Path, port: int = 0, host: str = "127.0.0.1"):
+    def __init__(self, scenario: Scenario | dict | str | Path, port: int = 0, host: str = "127.0.0.1",
+                 responder: Callable[[str, dict], ScriptEntry | dict | None] | None = None):
         self.scenario = Scenario.load(scenario)
+        self.responder = responder
         self.host, self.port = host, port
         self._queues = {name: list(entries) for name, entries in self.scenario.answers.items()}
         self._lock = threading.Lock()
@@ -231,7 +236,7 @@ class ScriptedLLMServer:
             return None, None, _error(500, "scripted LLM cannot route this request: no tools, no "
                                      "response_format.json_schema.name, no schema title or "
                                      'system-message phrase \'schema named "NAME"\'', kind="script_error")
-        entry = self._take(name, message_text(body.get("messages", [])))
+        entry = self._respond(name, body) or self._take(name, message_text(body.get("messages", [])))
         if entry is None:
             left = len(self._queues.get(name, []))
             return name, None, _error(500, f"scripted LLM ran out of answers for schema {name!r} "
@@ -241,6 +246,12 @@ class ScriptedLLMServer:
             default = _ERRORS.get(entry.status, ("", None, f"Scripted error {entry.status}."))[2]
             return name, entry, _error(entry.status, entry.error or default)
         return name, entry, JSONResponse(_completion(body, entry))
+
+    def _respond(self, name: str, body: dict) -> ScriptEntry | None:
+        if self.responder is None:
+            return None
+        answer = self.responder(name, body)
+        return ScriptEntry.model_validate(answer) if isinstance(answer, dict) else answer
 
     def _config(self) -> uvicorn.Config:
         return uvicorn.Config(self.app, host=self.host, port=self.port, log_level="warning",

@@ -1,0 +1,100 @@
+"""``artoo eval intercode``: a task suite through the whole loop, with an honest score.
+
+Thin over artoo.eval.harness: flags in, a progress bar on stderr while it runs, the totals
+table (or the JSON document with ``--json``) on stdout, the JSON and a PNG chart saved with
+``--save``.  Exit code 0 when the eval ran (whatever it scored), 2 for a bad suite or setting.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from artoo.config.errors import ArtooError, ConfigurationError
+
+eval_app = typer.Typer(help="Measure artoo on task suites (solved rate, cost, GGS vs retry).",
+                       no_args_is_help=True)
+err = Console(stderr=True, highlight=False)
+
+
+@eval_app.command("intercode")
+def intercode(
+    suite: Annotated[Path, typer.Option("--suite", help="A folder with queries.json and setup.sh.")],
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N tasks.")] = None,
+    brain: Annotated[str, typer.Option("--brain", help="endpoint (the configured model) or simulated.")]
+    = "endpoint",
+    strategy: Annotated[str | None, typer.Option("--strategy", help="ggs or retry; both when omitted.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated brain's mistakes.")] = 0,
+    mistakes: Annotated[bool, typer.Option("--mistakes/--no-mistakes",
+                                           help="Simulated brain: make real models' mistakes (off: the "
+                                                "control, which must score >= 95%).")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole JSON document.")] = False,
+    save: Annotated[Path | None, typer.Option("--save", help="Write the JSON here and the chart beside it "
+                                                             "(same name, .png).")] = None,
+) -> None:
+    """Run an InterCode-style suite: a fresh tree per task, the real flow, InterCode's score."""
+    from artoo.eval.harness import STRATEGIES, EvalOptions, run_eval
+
+    try:
+        if strategy is not None and strategy not in STRATEGIES:
+            raise ConfigurationError(f"--strategy must be ggs or retry, got {strategy!r}")
+        with _Progress(_count(suite, limit)) as progress:
+            options = EvalOptions(suite=suite, limit=limit, brain=brain, seed=seed, mistakes=mistakes,
+                                  strategies=(strategy,) if strategy else STRATEGIES, save=save,
+                                  progress=progress.update)
+            document = run_eval(options)
+    except ArtooError as exc:
+        code = 2 if isinstance(exc, ConfigurationError) else 1
+        err.print(f"[bold red]artoo eval:[/] {exc}")
+        raise typer.Exit(code) from None
+    if as_json:
+        print(json.dumps(document))
+        return
+    from artoo.eval.report import markdown
+
+    Console(highlight=False).print(markdown(document))
+    if save is not None:
+        err.print(f"saved {save} and {save.with_suffix('.png')}")
+
+
+def _count(suite: Path, limit: int | None) -> int | None:
+    """How many tasks will run (None when the suite cannot be read: the harness then says why)."""
+    try:
+        count = len(json.loads((suite / "queries.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+    return min(count, limit) if limit else count
+
+
+class _Progress:
+    """A rich progress bar per strategy on stderr, advanced as each task ends."""
+
+    def __init__(self, total: int | None) -> None:
+        self.total = total
+
+    def __enter__(self) -> _Progress:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("solved {task.fields[solved]}"), TimeElapsedColumn(), console=err)
+        self.bar.__enter__()
+        self.ids: dict[str, int] = {}
+        return self
+
+    def update(self, strategy: str, index: int, row: dict | None) -> None:
+        """Called by the harness when a task starts (row None) or ends."""
+        if strategy not in self.ids:
+            self.ids[strategy] = self.bar.add_task(strategy, total=self.total, solved=0)
+        task = self.ids[strategy]
+        if row is None:
+            self.bar.update(task, description=f"{strategy} · task {index}")
+        else:
+            solved = self.bar.tasks[task].fields["solved"] + (1 if row["solved"] else 0)
+            self.bar.update(task, advance=1, solved=solved)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.bar.__exit__(*exc_info)

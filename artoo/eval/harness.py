@@ -1,0 +1,214 @@
+"""``artoo eval``: a suite through the real ``artoo-task`` flow, task by task, strategy by strategy.
+
+Per task: build a fresh tree and run the gold command in it (its output and change set are the
+reference), build a fresh tree again, run the real ``artoo-task`` flow on the request with the
+tree as the workspace (Law-1 questions answered by artoo.eval.answerer's rule), diff the tree,
+and score.  The whole eval is one ``artoo-eval`` flow run whose subflows are the task runs, with
+the totals and the chart as artifacts.  Each strategy gets its own fresh ARTOO_HOME, so memory
+learnt in one never helps the other; the simulated brain draws the same mistakes for the same
+seed whichever strategy runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prefect import flow
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+
+from artoo.config.errors import ArtooError, ConfigurationError
+from artoo.eval import answerer, report
+from artoo.eval.brain import SimulatedBrain
+from artoo.eval.suite import Suite, Task, answer_text, build_tree, diff, load_suite, run_gold, score, snapshot
+
+STRATEGIES = ("ggs", "retry")
+_progress: Callable[[str, int, dict | None], None] | None = None
+"""The progress callback of the eval running in this process (a flow parameter must be data)."""
+
+
+@dataclass
+class EvalOptions:
+    """One eval's choices (the CLI's flags)."""
+
+    suite: Path
+    limit: int | None = None
+    brain: str = "simulated"
+    strategies: tuple[str, ...] = STRATEGIES
+    seed: int = 0
+    mistakes: bool = True
+    save: Path | None = None
+    rates: dict[str, float] | None = None
+    """Simulated brain: chance per mistake kind (None: its defaults; --no-mistakes: none)."""
+    recovery: float = 0.2
+    """Simulated brain: chance a fresh sample avoids a carried mistake unprompted."""
+    progress: Callable[[str, int, dict | None], None] | None = field(default=None, repr=False)
+    """Called with (strategy, task index, the task's row or None when it starts)."""
+
+
+def run_eval(options: EvalOptions) -> dict:
+    """Run the ``artoo-eval`` flow in this process (on PREFECT_API_URL or the embedded server)."""
+    import asyncio
+
+    from artoo.embedded_server import prefect_api
+
+    global _progress
+    if options.brain not in ("simulated", "endpoint"):
+        raise ConfigurationError(f"--brain must be simulated or endpoint, got {options.brain!r}")
+    if options.brain == "endpoint":
+        from artoo.config.settings import load_settings
+
+        load_settings().require_tiers()
+    load_suite(options.suite, Path(tempfile.gettempdir()) / "artoo-eval-check")  # a bad folder fails first
+    _progress = options.progress
+    try:
+        with prefect_api():
+            document = asyncio.run(artoo_eval(str(options.suite), options.limit, options.brain,
+                                              list(options.strategies), options.seed, options.mistakes,
+                                              str(options.save) if options.save else None,
+                                              options.rates, options.recovery))
+    finally:
+        _progress = None
+    if options.save is not None:
+        options.save.write_text(json.dumps(document, indent=2), encoding="utf-8")
+    return document
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for the block (the flow reads its settings from them), then restore."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def endpoint_env(base_url: str) -> dict[str, str]:
+    """Both tiers pointed at the simulated model's loopback server."""
+    env = {}
+    for tier in ("BRAIN", "TOOL", "OPENAI"):
+        env.update({f"ARTOO_{tier}_BASE_URL": base_url, f"ARTOO_{tier}_MODEL": "simulated",
+                    f"ARTOO_{tier}_API_KEY": "simulated"})
+    return env
+
+
+async def run_task(suite: Suite, task: Task, brain: SimulatedBrain | None) -> dict:
+    """One task: gold on a fresh tree, then artoo on another fresh tree; the scored row."""
+    from artoo.flows.task_flow import artoo_task
+
+    gold = run_gold(suite, task)
+    build_tree(suite)
+    oracle = answerer.Oracle(suite.base, gold.changes)
+    answerer.activate(oracle)
+    carried = brain.begin(task) if brain is not None else []
+    before = snapshot(suite.base)
+    started = time.monotonic()
+    document, error = None, None
+    try:
+        document = await artoo_task(request=task.query, workspace=str(suite.base))
+    except ArtooError as exc:  # an honest failure of the run (endpoint down, …) is an unsolved task
+        error = str(exc)
+    finally:
+        answerer.activate(None)
+    wall = time.monotonic() - started
+    changes = diff(before, snapshot(suite.base))
+    final = (document or {}).get("final") or {}
+    cost = (document or {}).get("cost") or {}
+    row = {"index": task.index, "query": task.original_query, "gold": task.original_gold,
+           **score(gold, changes, answer_text(final.get("output"))),
+           "rounds": final.get("replans", 0) + 1 if final else 0, "final_directive": final.get("directive"),
+           "llm_calls": sum(r["calls"] for r in cost.values()),
+           "prompt_tokens": sum(r["prompt_tokens"] for r in cost.values()),
+           "completion_tokens": sum(r["completion_tokens"] for r in cost.values()),
+           "wall_seconds": round(wall, 3), "law1_questions": len(oracle.questions), "law1": oracle.questions,
+           "gold_changes": sorted(gold.changes), "changes": sorted(changes), "mistakes": carried}
+    if error:
+        row["error"] = error
+    return row
+
+
+async def run_strategy(suite: Suite, tasks: list[Task], strategy: str, options: EvalOptions,
+                       brain: SimulatedBrain | None, home: Path) -> list[dict]:
+    """Every task under one strategy, in a fresh ARTOO_HOME."""
+    rows = []
+    with environment({"ARTOO_HOME": str(home), "ARTOO_ABLATION__STRATEGY": strategy}):
+        for task in tasks:
+            if options.progress:
+                options.progress(strategy, task.index, None)
+            rows.append(await run_task(suite, task, brain))
+            if options.progress:
+                options.progress(strategy, task.index, rows[-1])
+    return rows
+
+
+def eval_run_name() -> str:
+    """``eval · intercode-nl2bash-fs3 · seed 0``."""
+    from prefect.runtime import flow_run
+
+    params = flow_run.parameters
+    return f"eval · {Path(str(params.get('suite', ''))).name} · seed {params.get('seed', 0)}"
+
+
+@flow(name="artoo-eval", flow_run_name=eval_run_name, validate_parameters=False, persist_result=False,
+      log_prints=False)
+async def artoo_eval(suite: str, limit: int | None, brain: str, strategies: list[str], seed: int,
+                     mistakes: bool, save: str | None = None, rates: dict[str, float] | None = None,
+                     recovery: float = 0.2) -> dict:
+    """The eval as one flow run: every task of every strategy as subflows; totals and chart as artifacts."""
+    options = EvalOptions(Path(suite), limit, brain, tuple(strategies), seed, mistakes,
+                          Path(save) if save else None, rates, recovery, _progress)
+    scratch = Path(tempfile.mkdtemp(prefix="artoo-eval-"))
+    base = scratch / "root"
+    loaded = load_suite(Path(suite), base)
+    tasks = loaded.tasks[:limit] if limit else loaded.tasks
+    sim = (SimulatedBrain(base, seed, rates=rates if mistakes else {}, recovery=recovery)
+           if brain == "simulated" else None)
+    env = {"ARTOO_WORKSPACE": str(base), "ARTOO_LAW1_MODE": "policy", "ARTOO_LAW1_POLICY": answerer.POLICY,
+           "ARTOO_TOOLS__SANDBOX": "require"}
+    server = None
+    try:
+        if sim is not None:
+            from artoo.tasks.llm.scripted_server import Scenario, ScriptedLLMServer
+
+            server = ScriptedLLMServer(Scenario(), responder=sim.respond).start()
+            env.update(endpoint_env(server.base_url))
+        results = {}
+        with environment(env):
+            for strategy in strategies:
+                rows = await run_strategy(loaded, tasks, strategy, options, sim, scratch / f"home-{strategy}")
+                results[strategy] = {"tasks": rows, "totals": report.totals(rows)}
+        document = report.document(loaded.name, brain, seed, mistakes, limit, results,
+                                   {**sim.rates, "recovery": sim.recovery} if sim else None)
+        await _artifacts(document, options.save)
+        return document
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+async def _artifacts(document: dict, save: Path | None) -> None:
+    """The totals table, and the chart (PNG beside the JSON when saved, inline in the markdown)."""
+    png = report.chart_png(document)
+    if save is not None:
+        chart = save.with_suffix(".png")
+        chart.parent.mkdir(parents=True, exist_ok=True)
+        chart.write_bytes(png)
+        document["chart"] = str(chart)
+    rows = [{"strategy": s, **t} for s, t in document["totals"].items()]
+    await acreate_table_artifact(key="eval-totals", table=rows, description="artoo eval: totals by strategy")
+    await acreate_markdown_artifact(key="eval-chart", markdown=report.markdown(document, png),
+                                    description="artoo eval: solved rate and LLM calls per solved task")

@@ -1,0 +1,77 @@
+"""The undocumented Prefect behaviour artoo relies on (config/compat.py), checked against the installed Prefect.
+
+Each test names the wrapper it guards: when a Prefect upgrade changes that behaviour, the failure
+says which part of artoo.config.compat to rewrite.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import threading
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from artoo.config import compat
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(("installed", "says"), [("3.8.8", None), ("3.9.1", "Prefect 3.9.1 is installed"),
+                                                  ("3.8.7", "written for Prefect 3.8.8")])
+def test_version_note(installed: str, says: str | None):
+    note = compat.version_note(installed)
+    assert note is None if says is None else (says in note and "\n" not in note)
+
+
+def test_the_pin_is_the_one_pyproject_installs():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = [re.sub(r"\s", "", d) for d in deps if re.match(r"prefect\s*[=<>~!]", d)]
+    assert pins == [f"prefect=={compat.PINNED_PREFECT}"], "config/compat.py PINNED_PREFECT must match pyproject"
+    assert compat.prefect_version() == compat.PINNED_PREFECT, (
+        f"Prefect {compat.prefect_version()} is installed, artoo is pinned to {compat.PINNED_PREFECT}: "
+        "re-check every wrapper in config/compat.py against the new release")
+
+
+def test_process_wide_settings_reach_threads_started_outside_the_settings_context():
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    seen: list = []
+
+    def read() -> None:  # a new thread starts with an empty contextvars context, like Prefect's workers
+        seen.append(PREFECT_API_URL.value())
+
+    url = "http://127.0.0.1:9/api"
+    with temporary_settings(updates={PREFECT_API_URL: url}):
+        thread = threading.Thread(target=read)
+        thread.start(), thread.join()
+        with compat.process_wide_settings():
+            thread = threading.Thread(target=read)
+            thread.start(), thread.join()
+    thread = threading.Thread(target=read)
+    thread.start(), thread.join()
+    assert seen[1] == url, ("compat.process_wide_settings no longer reaches other threads: Prefect's "
+                            "prefect.context._temporary_global_settings_context changed")
+    assert seen[0] != url and seen[2] != url, "the process-wide settings must apply only inside the block"
+
+
+def test_prefect_server_app_factory_takes_ephemeral_and_final():
+    from prefect.server.api.server import create_app
+
+    params = inspect.signature(create_app).parameters
+    assert {"ephemeral", "final"} <= set(params), (
+        "compat.prefect_server_app: prefect.server.api.server.create_app lost its ephemeral/final arguments")
+
+
+def test_prefect_ephemeral_server_is_one_instance_per_process_and_stops():
+    from prefect.server.api.server import SubprocessASGIServer
+
+    first = SubprocessASGIServer()
+    assert SubprocessASGIServer() is first, (
+        "compat.stop_prefect_ephemeral_server: SubprocessASGIServer() no longer returns Prefect's one ephemeral "
+        "server instance")
+    compat.stop_prefect_ephemeral_server()
+    assert SubprocessASGIServer() is not first, "stop() no longer forgets the stopped instance"
+    compat.stop_prefect_ephemeral_server()
