@@ -18,6 +18,8 @@ import typer
 from rich.console import Console
 
 from artoo.cli_chat import chat as chat_command
+from artoo.cli_cluster import verify_homes
+from artoo.cli_cluster import worker as worker_command
 from artoo.cli_eval import eval_app
 from artoo.cli_memory import dream as dream_command
 from artoo.cli_memory import memory_app
@@ -31,6 +33,7 @@ audit_app = typer.Typer(help="The Auditor's report and its hash-chained log.", i
 app.add_typer(memory_app, name="memory")
 app.add_typer(policy_app, name="policy")
 app.add_typer(audit_app, name="audit")
+app.command("worker")(worker_command)
 app.add_typer(eval_app, name="eval")
 
 err = Console(stderr=True)
@@ -306,8 +309,14 @@ def audit(
 
 
 @audit_app.command("verify")
-def audit_verify() -> None:
+def audit_verify(
+    homes: Annotated[list[Path] | None, typer.Option(
+        "--home", help="Verify the chains of these ARTOO_HOMEs (one per worker) together instead.")] = None,
+) -> None:
     """Recompute the audit log's hash chain and report the first broken record."""
+    if homes:
+        verify_homes(homes)
+        return
     from artoo.config.settings import load_settings
     from artoo.tasks.audit.chain import verify
     from artoo.tasks.audit.log import AuditPaths

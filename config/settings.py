@@ -57,6 +57,12 @@ class MemoryParams(BaseModel):
     demoted_k: float = Field(0.05, description="Decay rate a bankrupt C Megram gets when demoted to K.")
     dreamer_period_s: int = Field(300, description="Seconds between scheduled Dreamer passes.")
     max_calibration_entries: int = Field(10, description="At most this many memory lines reach the planner prompt.")
+    backend: Literal["duckdb", "postgres"] = Field(
+        "duckdb", description="Where Megrams live: an embedded DuckDB file under ARTOO_HOME (one machine), or a "
+        "PostgreSQL database shared by every worker (scaling out; needs postgres_url).")
+    postgres_url: str = Field(
+        "", description="postgresql://user[:password]@host:port/database of the shared memory when backend is "
+        "'postgres' (the Prefect server's PostgreSQL or one beside it).")
 
 
 class ToolParams(BaseModel):

@@ -284,6 +284,23 @@ def observe_run(published: Mapping[str | RunKey, set[int]], started: datetime,
         return EmbeddedPass(0, {k: sorted(s) for k, s in published.items()}, f"{type(exc).__name__}: {exc}")
 
 
+async def audit_own_run(published: Mapping[str | RunKey, set[int]], started: datetime,
+                        wait_s: float = 15.0) -> EmbeddedPass:
+    """observe_run from inside a running flow (its event loop): this run's messages into this home's log.
+
+    A worker runs ``artoo-task`` with its own ARTOO_HOME, so each worker's chain holds the runs it
+    executed (``artoo audit verify --home A --home B …`` checks them together).
+    """
+    from prefect.events.worker import EventsWorker
+
+    deadline = time.monotonic() + wait_s
+    try:
+        await asyncio.to_thread(EventsWorker.drain_all, timeout=wait_s / 2)
+        return await _await_published(published, started - timedelta(seconds=5), deadline)
+    except Exception as exc:  # the audit must never turn a finished run into a failure
+        return EmbeddedPass(0, {k: sorted(s) for k, s in published.items()}, f"{type(exc).__name__}: {exc}")
+
+
 async def _await_published(published: Mapping[str | RunKey, set[int]], since: datetime,
                            deadline: float) -> EmbeddedPass:
     log = AuditLog(load_settings().home_dir)

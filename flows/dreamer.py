@@ -21,7 +21,9 @@ detectable as crashed (it has no subflows, so there is nothing to save per run).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +38,10 @@ from artoo.memory.dreamer import Distil, DreamReport, dream
 from artoo.tasks.roles.prompting import fence_untrusted, system, user
 
 REPORT_ARTIFACT_KEY = "dreamer-report"
+DREAMER_LIMIT = "artoo-dreamer"
+"""Global concurrency limit (1 slot) every Dreamer pass holds: one pass at a time across the cluster."""
+DREAMER_LEASE_S = 300.0
+"""Lease of the slot, renewed while the pass runs; a worker that dies frees it after this long."""
 EVIDENCE_LINES = 20
 """At most this many evidence Megrams reach the distillation prompt (strongest first)."""
 
@@ -98,10 +104,30 @@ def report_markdown(report: DreamReport) -> str:
     return "\n".join(lines)
 
 
+@asynccontextmanager
+async def one_pass_at_a_time() -> AsyncIterator[None]:
+    """Hold the cluster-wide ``artoo-dreamer`` global concurrency limit (1 slot) for one pass.
+
+    The deployment's own limit stops two *scheduled* runs overlapping; this one also covers a
+    manual run of the flow, on any worker, against the same Prefect server.  The limit is
+    created (or reset to 1) here, so no worker needs setting up beforehand.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.concurrency.asyncio import concurrency
+    from prefect.exceptions import ObjectAlreadyExists
+
+    # another worker may create it between the upsert's read and its write: then it exists, which is all we need
+    async with get_client() as client:
+        with contextlib.suppress(ObjectAlreadyExists):
+            await client.upsert_global_concurrency_limit_by_name(DREAMER_LIMIT, 1)
+    async with concurrency(DREAMER_LIMIT, occupy=1, strict=True, lease_duration=DREAMER_LEASE_S):
+        yield
+
+
 @flow(name="dreamer", log_prints=False, persist_result=False)
 async def dreamer(at: datetime | None = None) -> dict[str, Any]:
     """One Dreamer pass over the memory store (ingest, forget, demote, consolidate) and its report."""
-    from artoo.memory.store import MemoryStore
+    from artoo.memory.backends import open_store
     from artoo.tasks.llm import OpenAICompatLLM
 
     logger = get_run_logger()
@@ -109,7 +135,7 @@ async def dreamer(at: datetime | None = None) -> dict[str, Any]:
     llm = OpenAICompatLLM(settings, max_retries=settings.llm_max_retries) if has_brain(settings) else None
     if llm is None:
         logger.warning("no LLM endpoint configured for the brain tier: forgetting and demotion only")
-    store = MemoryStore(settings.home_dir, settings.memory)
+    store = open_store(settings.home_dir, settings.memory)
     try:
         distil = None
         if llm is not None:
@@ -117,7 +143,8 @@ async def dreamer(at: datetime | None = None) -> dict[str, Any]:
                 return await llm.structured("dreamer", "Consolidation", messages)
 
             distil = llm_distil(ask, asyncio.get_running_loop(), timeout_s=4 * settings.llm_timeout_s + 30)
-        report = await asyncio.to_thread(dream, store, at, distil)
+        async with one_pass_at_a_time():
+            report = await asyncio.to_thread(dream, store, at, distil)
     finally:
         store.close()
         if llm is not None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from prefect import flow
 from prefect.artifacts import acreate_markdown_artifact
+from prefect.context import FlowRunContext
 from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
@@ -87,6 +88,7 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
     runtime = _open_runtime(settings, ws, request)
     runtime_id = register(runtime)
     started = time.monotonic()
+    own_audit = _OwnAudit() if _deployment_run() else None
     try:
         with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):  # subflows: no heartbeat
             final = await _medium_loop(runtime_id, runtime, request, load_history(home, settings.history_size),
@@ -103,10 +105,45 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
                                 cost=cost_report(runtime.llm.records))
         raise
     finally:
+        if own_audit is not None:
+            await own_audit.finish()
         drop(runtime_id)
         await runtime.llm.aclose()
         if runtime.store is not None:
             runtime.store.close()
+
+
+def _deployment_run() -> bool:
+    """Whether this run was started from a deployment (by a worker or ``artoo serve``)."""
+    context = FlowRunContext.get()
+    return bool(context and context.flow_run and context.flow_run.deployment_id)
+
+
+class _OwnAudit:
+    """A deployment run (a worker, ``artoo serve``) records its own messages into this home's audit log.
+
+    So on a cluster each worker's ARTOO_HOME holds the hash chain of the runs it executed, without a
+    shared disk; on one machine the auditor deployment skips what is already there (ids are deduplicated).
+    """
+
+    def __init__(self) -> None:
+        from datetime import UTC, datetime
+
+        from artoo.flows.auditor import PublishedTap
+        from artoo.tasks.bus import add_tap
+
+        self.started, self.tap = datetime.now(UTC), PublishedTap()
+        add_tap(self.tap)
+
+    async def finish(self) -> None:
+        from artoo.flows.auditor import audit_own_run
+        from artoo.tasks.bus import remove_tap
+
+        remove_tap(self.tap)
+        result = await audit_own_run(self.tap.runs, self.started)
+        if not result.complete:
+            get_run_logger().warning("audit log of this worker is missing messages of this run: %s",
+                                     result.error or result.missing)
 
 
 def _open_runtime(settings: Settings, workspace: Path, request: str) -> Runtime:
@@ -114,9 +151,9 @@ def _open_runtime(settings: Settings, workspace: Path, request: str) -> Runtime:
     decisions = DecisionLog(settings.home_dir, str(flow_run.id), settings, request)
     store = None
     try:
-        from artoo.memory.store import MemoryStore
+        from artoo.memory.backends import open_store
 
-        store = MemoryStore(settings.home_dir, settings.memory)
+        store = open_store(settings.home_dir, settings.memory)
     except Exception as exc:  # memory is an aid, never a reason not to work
         logger.warning("memory store unavailable, planning without it: %s", exc)
     law1: list[str] = []

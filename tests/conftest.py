@@ -64,6 +64,40 @@ def prefect_api() -> Iterator[str]:
             os.environ["PREFECT_API_URL"] = previous
 
 
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[str]:
+    """A private PostgreSQL cluster for the session (artoo.local_server.Postgres): its libpq base URL.
+
+    The shared-memory backend's tests create one database per test in it (``memory_pg_url``).
+    """
+    import tempfile
+
+    from artoo.local_server import Postgres, postgres_bin
+
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    root = Path(tempfile.mkdtemp(prefix="artoo-test-memory-pg-"))
+    root.chmod(0o755)  # the postgres user must reach its data directory
+    database = Postgres(root / "postgres").start()
+    try:
+        yield f"postgresql://prefect@127.0.0.1:{database.port}"
+    finally:
+        database.stop()
+
+
+@pytest.fixture
+def memory_pg_url(postgres_cluster: str) -> str:
+    """A fresh, empty database in the session's cluster, as a postgresql:// URL."""
+    import uuid
+
+    import psycopg
+
+    name = f"memory_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(f"{postgres_cluster}/prefect", autocommit=True) as con:
+        con.execute(f"CREATE DATABASE {name}")
+    return f"{postgres_cluster}/{name}"
+
+
 def _global_settings():
     """Make the session's settings the process-wide default, so flows run in threads see the server too.
 
