@@ -132,7 +132,8 @@ def ensure(home: Path, linger_s: float, timeout_s: float) -> str:
         while not healthy(record["api_url"]):
             if time.monotonic() > deadline:
                 raise EnvironmentalFailure(f"artoo's Prefect server at {record['api_url']} did not answer within "
-                                           f"{timeout_s:.0f} s; see {paths.log} (artoo stop ends it)")
+                                           f"{timeout_s:.0f} s: {_log_tail(paths.log)} (full log: {paths.log}; "
+                                           "artoo stop ends it)")
             time.sleep(0.1)
         return record["api_url"]
 
@@ -181,18 +182,28 @@ def _server_env() -> dict[str, str]:
 
 
 def _wait_for_record(home: Path, process: subprocess.Popen, deadline: float) -> dict:
+    """The record of the server just spawned, or of the one that won the home from it.
+
+    The new server takes the lock a moment before its record replaces the last server's, so a
+    record is trusted only when it names the spawned process, or once that process has exited
+    (it lost the race, and the record read under the lock is the winner's).
+    """
     while True:
         record = live_record(home)
-        if record is not None:
-            return record
         code = process.poll()
+        if record is not None and (record.get("pid") == process.pid or code is not None):
+            return record
         if code is not None or time.monotonic() > deadline:
             log = Paths.of(home).log
             why = f"exited with code {code}" if code is not None else "did not start in time"
-            tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
-            raise EnvironmentalFailure(f"artoo's Prefect server {why}: {' | '.join(tail) or 'no output'} "
-                                       f"(full log: {log})")
+            raise EnvironmentalFailure(f"artoo's Prefect server {why}: {_log_tail(log)} (full log: {log})")
         time.sleep(0.05)
+
+
+def _log_tail(log: Path, lines: int = 3) -> str:
+    """The server log's last lines on one line, for an error message."""
+    tail = log.read_text(errors="replace").strip().splitlines()[-lines:] if log.exists() else []
+    return " | ".join(tail) or "no output"
 
 
 def stop(home: Path, timeout_s: float = 15.0) -> dict | None:

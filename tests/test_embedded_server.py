@@ -203,13 +203,14 @@ def test_a_port_taken_under_the_server_is_a_relaunch_on_another_port(tmp_path, m
 
 
 def test_server_embedded_prefect_leaves_the_server_to_prefect(monkeypatch, tmp_path):
-    import artoo.embedded_server as embedded
-
-    monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    monkeypatch.setenv("ARTOO_HOME", str(tmp_path))
-    monkeypatch.setenv("ARTOO_SERVER__EMBEDDED", "prefect")
-    with embedded.prefect_api() as api_url:
-        assert api_url == "" and embedded._SHARED is None and embedded._EARLY is None
+    # in a fresh interpreter: this session's Prefect settings already name the test server's API
+    probe = ("import artoo.embedded_server as e\n"
+             "with e.prefect_api() as url: print(repr(url), e._SHARED is None, e._EARLY is None)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(ARTOO_HOME=str(tmp_path), PREFECT_HOME=str(tmp_path / "prefect"), ARTOO_SERVER__EMBEDDED="prefect")
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["''", "True", "True"]  # no URL of ours, no server of ours started
     monkeypatch.setenv("ARTOO_SERVER__EMBEDDED", "uvicorn")
     from artoo.config.settings import load_settings
 

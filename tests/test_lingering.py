@@ -145,3 +145,29 @@ def test_idle_when_unused_and_when_the_home_is_gone(tmp_path: Path, delete_home,
         assert idle(Activity(None), users, 0) is expected
     finally:
         os.close(fd)
+
+
+def test_a_starting_server_is_waited_for_not_mistaken_for_the_dead_ones_record(tmp_path: Path):
+    """The new server holds the lock a moment before its record replaces a killed server's: that
+    stale record (another pid, a dead port) must not be taken for the new server's."""
+    import fcntl
+
+    from artoo.config.errors import EnvironmentalFailure
+    from artoo.lingering import Paths, _wait_for_record
+
+    paths = Paths.of(tmp_path / "home")
+    paths.root.mkdir(parents=True, exist_ok=True)
+    paths.record.write_text(json.dumps({"pid": 999_999, "api_url": "http://127.0.0.1:9/api", "kind": "embedded"}))
+    starting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    holder = os.open(paths.lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # the starting server has the lock, not yet its record
+    try:
+        assert live_record(tmp_path / "home")["pid"] == 999_999  # what a bare lookup reads meanwhile
+        with pytest.raises(EnvironmentalFailure, match="did not start in time"):
+            _wait_for_record(tmp_path / "home", starting, time.monotonic() + 1.0)
+        paths.record.write_text(json.dumps({"pid": starting.pid, "api_url": "http://127.0.0.1:1/api"}))
+        assert _wait_for_record(tmp_path / "home", starting, time.monotonic() + 1.0)["pid"] == starting.pid
+    finally:
+        os.close(holder)
+        starting.kill()
+        starting.wait()

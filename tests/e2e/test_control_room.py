@@ -191,7 +191,11 @@ def test_the_loss_table_and_the_final_result_are_artifacts_of_the_run(control_ro
 
 def test_every_role_message_is_an_artoo_event_and_only_the_top_run_sends_heartbeats(control_room: Room):
     with api(control_room.api_url) as client:
-        kinds = [e.event for e in events(client, prefix=["artoo."], resource_ids=["artoo.task.count_notes"])]
+        def task_events() -> list[str] | None:  # the server persists events in batches, after the run ends
+            kinds = [e.event for e in events(client, prefix=["artoo."], resource_ids=["artoo.task.count_notes"])]
+            return kinds if "artoo.final_result" in kinds else None
+
+        kinds = wait_for(task_events, 30, "the run's final_result event to be stored")
         subflows = [f"prefect.flow-run.{r.id}" for r in descendants(client, control_room.run.id)]
         beats = {str(e.resource.id) for e in events(client, names=["prefect.flow-run.heartbeat"])}
     assert {"artoo.task_spec", "artoo.dispatch_manifest", "artoo.subtask", "artoo.subtask_outcome",
