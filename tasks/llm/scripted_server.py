@@ -41,6 +41,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+KEEP_ALIVE_S = 60
+"""How long an idle client connection stays open (uvicorn's default is 5 s, exactly httpx's keep-alive expiry:
+a connection reused just as the server closes it fails with ReadError, as a call 5 s after the last one did)."""
 SCHEMA_NAMED = re.compile(r'schema named "?([A-Za-z_][A-Za-z0-9_]*)')
 """How the NAME is read from a system message in JSON-object mode."""
 
@@ -255,7 +258,8 @@ class ScriptedLLMServer:
 
     def _config(self) -> uvicorn.Config:
         return uvicorn.Config(self.app, host=self.host, port=self.port, log_level="warning",
-                              lifespan="off", timeout_graceful_shutdown=1)
+                              lifespan="off", timeout_graceful_shutdown=1,
+                              timeout_keep_alive=KEEP_ALIVE_S)
 
     def start(self) -> ScriptedLLMServer:
         """Bind a port (a free one when port is 0) and serve in a daemon thread."""
