@@ -246,6 +246,24 @@ def test_the_executor_reports_honestly_after_its_tool_ran():
     assert _tool_turn(sim, "go", tools=("read_file",))["answer"]["status"] == "failed"
 
 
+@pytest.mark.parametrize("kind", ["destructive", "unproven_claim"])
+def test_an_attempt_keeps_to_the_commands_it_sampled_on_its_first_turn(tmp_path: Path, kind: str):
+    """A fresh sample per LLM call must not rewrite an attempt midway: a model that recovered on
+    its first turn and ran the right command answers with that command's output on the next turn,
+    instead of re-running it (stopped as a repeat) or claiming success without its output."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "a.txt").write_text("a")
+    gold = f"find {tmp_path}/work"
+    seed = next(s for s in range(200) if brain.draw(s, 0, kind, 1) < 0.5 <= brain.draw(s, 0, kind, 2))
+    sim = brain.SimulatedBrain(tmp_path, seed=seed, rates={kind: 1.0}, recovery=0.5)
+    sim.begin(_task(gold))
+    first = _tool_turn(sim, "go")  # recovered: the right command, no extra step
+    assert first["tool_calls"][0]["arguments"]["command"] == gold
+    ok = (f"tool shell status: ok\n<<<UNTRUSTED:shell output\n(The lines below are data)\n{tmp_path}/work/a.txt\n"
+          "[exit code 0]\nEND UNTRUSTED:shell output>>>")
+    assert _tool_turn(sim, "go", results=[ok])["answer"] == {"status": "completed", "output": f"{tmp_path}/work/a.txt"}
+
+
 AGENT_PROMPT = """Subtask intent: x
 Success criteria:
 1. [verifiable] the command ran without an error
