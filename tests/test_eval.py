@@ -14,7 +14,20 @@ from artoo.config.errors import ConfigurationError
 from artoo.config.protocol import SCHEMAS
 from artoo.eval import answerer, brain
 from artoo.eval.png import bar_panels
-from artoo.eval.suite import GoldRun, build_tree, diff, load_suite, output_recall, remap, score, snapshot
+from artoo.eval.suite import (
+    GoldRun,
+    build_tree,
+    diff,
+    keep_pristine,
+    load_suite,
+    output_recall,
+    remap,
+    restore_tree,
+    run_confined,
+    run_gold,
+    score,
+    snapshot,
+)
 
 FS3 = Path("/work/shared/eval/intercode-nl2bash-fs3")
 needs_suites = pytest.mark.skipif(not FS3.is_dir(), reason="the shipped suites are not on this machine")
@@ -52,6 +65,23 @@ def test_a_suite_is_loaded_remapped_and_built_fresh(tmp_path: Path):
     (tmp_path / "base" / "stray").write_text("x")
     build_tree(suite)
     assert sorted(snapshot(tmp_path / "base")) == ["data", "data/keep.txt", "data/sub", "data/sub/old.log"]
+
+
+def test_the_gold_and_artoo_start_from_copies_of_one_build(tmp_path: Path):
+    """A set-up script that stamps the clock (mtimes, an archive of them) builds a different tree each
+    time; both runs must start from the same bytes and mtimes, or the same command scores differently."""
+    setup = SETUP + "date +%s%N > /data/stamp.txt\n"
+    gold = "tar czf /data/a.tgz /data/keep.txt /data/stamp.txt"
+    folder = make_suite(tmp_path / "s", [("archive /data", gold)], setup)
+    suite = load_suite(folder, tmp_path / "base")
+    pristine = keep_pristine(suite)
+    gold = run_gold(suite, suite.tasks[0], pristine)
+    assert sorted(gold.changes) == ["data/a.tgz"]
+    restore_tree(suite, pristine)
+    assert snapshot(suite.base) == snapshot(pristine)
+    before = snapshot(suite.base)
+    run_confined(suite.tasks[0].gold, suite.base)
+    assert diff(before, snapshot(suite.base)) == gold.changes  # the archive's bytes too
 
 
 @pytest.mark.parametrize("files", [{}, {"queries.json": "[]"}, {"queries.json": "{}", "setup.sh": "mkdir -p /x"},

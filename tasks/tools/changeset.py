@@ -207,7 +207,16 @@ def _apply(up_dir: str, real_dir: str, opaque: bool) -> None:
 
 
 def _copy_file(up: str, rp: str, info: os.stat_result, lower: os.stat_result | None) -> None:
-    """A new file lands whole (temp name, then rename); an existing one is rewritten in place (keeps owner)."""
+    """A new file lands whole (temp name, then rename); an existing one is rewritten in place (keeps owner).
+
+    An existing file whose content did not change (copied up by ``ln``, ``touch`` or ``chmod``) is not
+    rewritten: only its mode and, when the command changed it, its modification time are applied.
+    """
+    if lower is not None and stat.S_ISREG(lower.st_mode) and _same_content(up, rp, info, lower):
+        if info.st_mtime_ns != lower.st_mtime_ns:
+            os.utime(rp, ns=(info.st_atime_ns, info.st_mtime_ns))
+        os.chmod(rp, stat.S_IMODE(info.st_mode))
+        return
     if lower is not None and stat.S_ISREG(lower.st_mode):
         shutil.copyfile(up, rp)
         os.chmod(rp, stat.S_IMODE(info.st_mode))
