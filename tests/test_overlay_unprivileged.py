@@ -1,0 +1,114 @@
+"""The transactional shell as an ordinary user, on files whose group that user is not in.
+
+People do not run artoo as root.  As an ordinary user the kernel overlay lives in a user
+namespace that maps only the user's own uid and gid, and copying up a file whose owner or
+group is not mapped fails with EOVERFLOW ("Value too large for defined data type"): the
+model would see a failure that has nothing to do with its command.  These stories run our
+real ToolBox in a child process under ``setpriv`` as ``nobody`` (uid/gid 65534, no
+supplementary groups) on a workspace holding a file of group 0 with mode 0666: nobody may
+write it, nobody's namespace cannot map its group.  Skipped, with the reason, where the
+test is not root (it cannot become another user) or the sandbox cannot work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from artoo.tasks.tools import overlay, sandbox
+
+NOBODY = 65534
+ROOT = Path(__file__).resolve().parents[1]
+DRIVER = r"""
+import asyncio, json, logging, sys
+from pathlib import Path
+from tests.test_tools import Gate, make_box
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="LOG %(message)s")
+base, ws, answer, *commands = sys.argv[1:]
+gate = Gate(answer == "yes")
+box = make_box(Path(base), Path(ws), gate, **json.loads(sys.stdin.read() or "{}"))
+steps = []
+for command in commands:
+    result = asyncio.run(box.call("shell", {"command": command}))
+    steps.append({"ok": result.ok, "output": result.output, "asked": [a.changes for a in gate.asked]})
+print(json.dumps(steps))
+"""
+
+
+def _why_not() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root to become another user (setpriv); as an ordinary user the other tests cover it"
+    if shutil.which("setpriv") is None:
+        return "setpriv (util-linux) is not installed"
+    if sandbox.find_bwrap() is None or overlay.overlay_problem() is not None:
+        return f"no sandbox or overlay here: {sandbox.bwrap_problem()} {overlay.overlay_problem()}"
+    probe = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                            "unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True)
+    if probe.returncode != 0:
+        return f"an ordinary user cannot make a user namespace here: {probe.stderr.decode().strip()}"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
+
+
+@pytest.fixture
+def place() -> Path:
+    """A directory nobody can reach (pytest's tmp_path is private to root): base/ws is the workspace."""
+    base = Path(tempfile.mkdtemp(prefix="artoo-unpriv-", dir="/var/tmp"))
+    base.chmod(0o755)
+    ws = base / "ws"
+    ws.mkdir()
+    (ws / "shared.txt").write_text("team notes\n")
+    os.chown(ws / "shared.txt", NOBODY, 0)  # group root: nobody is not in it and cannot map it
+    (ws / "shared.txt").chmod(0o666)
+    (ws / "mine.txt").write_text("mine\n")
+    for path in (base, ws, ws / "mine.txt"):
+        os.chown(path, NOBODY, NOBODY)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def as_nobody(base: Path, answer: bool, *commands: str, box: dict | None = None) -> tuple[list[dict], str]:
+    """Run shell commands through our ToolBox as nobody; the steps' results and the log."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "PYTHONPATH": str(ROOT),
+           "PREFECT_HOME": str(base / "prefect")}
+    argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable, "-c", DRIVER,
+            str(base), str(base / "ws"), "yes" if answer else "no", *commands]
+    done = subprocess.run(argv, input=json.dumps(box or {}), capture_output=True, text=True, cwd=ROOT, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout), done.stderr
+
+
+def owner(path: Path) -> tuple[int, int, int]:
+    info = path.stat()
+    return info.st_uid, info.st_gid, info.st_mode & 0o7777
+
+
+def test_append_to_a_foreign_group_file_asks_and_approval_lands_it(place: Path) -> None:
+    ws = place / "ws"
+    steps, _log = as_nobody(place, True, "echo more >> shared.txt")
+    assert "Value too large" not in steps[0]["output"]
+    assert steps[0]["ok"], steps[0]["output"]
+    assert steps[0]["asked"] == [[f"modified {ws}/shared.txt (11 B → 16 B)"]]
+    assert (ws / "shared.txt").read_text() == "team notes\nmore\n"
+    assert owner(ws / "shared.txt") == (NOBODY, 0, 0o666)  # the real file keeps its owner, group and mode
+    assert sorted(p.name for p in ws.iterdir()) == ["mine.txt", "shared.txt"]
+    assert (ws / "mine.txt").read_text() == "mine\n"
+
+
+def test_denied_append_to_a_foreign_group_file_leaves_it_untouched(place: Path) -> None:
+    ws = place / "ws"
+    steps, _log = as_nobody(place, False, "echo more >> shared.txt && echo new > other.txt")
+    assert not steps[0]["ok"] and steps[0]["output"].startswith("[LAW1] denied"), steps[0]["output"]
+    assert steps[0]["asked"][0] == [f"created {ws}/other.txt (4 B)", f"modified {ws}/shared.txt (11 B → 16 B)"]
+    assert (ws / "shared.txt").read_text() == "team notes\n" and owner(ws / "shared.txt") == (NOBODY, 0, 0o666)
+    assert sorted(p.name for p in ws.iterdir()) == ["mine.txt", "shared.txt"]
