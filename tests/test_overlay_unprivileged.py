@@ -29,17 +29,21 @@ ROOT = Path(__file__).resolve().parents[1]
 DRIVER = r"""
 import asyncio, json, logging, sys
 from pathlib import Path
-from tests.test_tools import Gate, make_box
+from artoo.config.settings import load_settings
+from artoo.tasks.tools import ToolBox
+from tests.test_tools import Gate
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="LOG %(message)s")
-base, ws, answer, *commands = sys.argv[1:]
+base, ws, answer, tools, calls = sys.argv[1:]
+settings = load_settings(home=f"{base}/artoo_home", workspace=ws, tools={"shell_timeout_s": 10.0, **json.loads(tools)})
 gate = Gate(answer == "yes")
-box = make_box(Path(base), Path(ws), gate, **json.loads(sys.stdin.read() or "{}"))
+box = ToolBox(settings, Path(ws), gate)
 steps = []
-for command in commands:
-    result = asyncio.run(box.call("shell", {"command": command}))
+for name, arguments in json.loads(calls):
+    result = asyncio.run(box.call(name, arguments))
     steps.append({"ok": result.ok, "output": result.output, "asked": [a.changes for a in gate.asked]})
 print(json.dumps(steps))
 """
+"""Runs tool calls through our ToolBox, as the user it was started as, and prints each result as JSON."""
 
 
 def _why_not() -> str | None:
@@ -76,14 +80,15 @@ def place() -> Path:
     shutil.rmtree(base, ignore_errors=True)
 
 
-def as_nobody(base: Path, answer: bool, *commands: str, box: dict | None = None) -> tuple[list[dict], str]:
-    """Run shell commands through our ToolBox as nobody; the steps' results and the log."""
+def as_nobody(base: Path, answer: bool, *commands: str | tuple[str, dict], tools: dict | None = None,
+              ) -> tuple[list[dict], str]:
+    """Run tool calls (a string: a shell command) through our ToolBox as nobody; the results and the log."""
+    calls = [("shell", {"command": c}) if isinstance(c, str) else c for c in commands]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "PYTHONPATH": str(ROOT),
            "PREFECT_HOME": str(base / "prefect")}
     argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable, "-c", DRIVER,
-            str(base), str(base / "ws"), "yes" if answer else "no", *commands]
-    done = subprocess.run(argv, input=json.dumps(box or {}), capture_output=True, text=True, cwd=ROOT, env=env,
-                          timeout=120)
+            str(base), str(base / "ws"), "yes" if answer else "no", json.dumps(tools or {}), json.dumps(calls)]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout), done.stderr
 
@@ -95,7 +100,7 @@ def owner(path: Path) -> tuple[int, int, int]:
 
 def test_append_to_a_foreign_group_file_asks_and_approval_lands_it(place: Path) -> None:
     ws = place / "ws"
-    steps, _log = as_nobody(place, True, "echo more >> shared.txt")
+    steps, log = as_nobody(place, True, "echo more >> shared.txt")
     assert "Value too large" not in steps[0]["output"]
     assert steps[0]["ok"], steps[0]["output"]
     assert steps[0]["asked"] == [[f"modified {ws}/shared.txt (11 B → 16 B)"]]
@@ -103,6 +108,7 @@ def test_append_to_a_foreign_group_file_asks_and_approval_lands_it(place: Path) 
     assert owner(ws / "shared.txt") == (NOBODY, 0, 0o666)  # the real file keeps its owner, group and mode
     assert sorted(p.name for p in ws.iterdir()) == ["mine.txt", "shared.txt"]
     assert (ws / "mine.txt").read_text() == "mine\n"
+    assert "fuse-overlayfs mounts the view" in log
 
 
 def test_denied_append_to_a_foreign_group_file_leaves_it_untouched(place: Path) -> None:
@@ -112,3 +118,39 @@ def test_denied_append_to_a_foreign_group_file_leaves_it_untouched(place: Path) 
     assert steps[0]["asked"][0] == [f"created {ws}/other.txt (4 B)", f"modified {ws}/shared.txt (11 B → 16 B)"]
     assert (ws / "shared.txt").read_text() == "team notes\n" and owner(ws / "shared.txt") == (NOBODY, 0, 0o666)
     assert sorted(p.name for p in ws.iterdir()) == ["mine.txt", "shared.txt"]
+
+
+def test_the_task_appends_to_its_own_file_in_a_set_group_id_workspace_unasked(place: Path) -> None:
+    """Files created in a set-group-ID directory take its group (here root's): still the task's own."""
+    ws = place / "ws"
+    os.chown(ws, NOBODY, 0)
+    ws.chmod(0o2777)
+    steps, log = as_nobody(place, False, ("write_file", {"path": "report.md", "content": "draft\n"}),
+                           "echo more >> report.md && echo x > extra.txt")
+    assert [s["ok"] for s in steps] == [True, True], steps
+    assert steps[1]["asked"] == []  # the task's own file and a new one: no question
+    assert (ws / "report.md").read_text() == "draft\nmore\n" and owner(ws / "report.md")[:2] == (NOBODY, 0)
+    assert owner(ws / "extra.txt")[:2] == (NOBODY, 0)  # committed as if created there: the directory's group
+    assert sorted(p.name for p in ws.iterdir()) == ["extra.txt", "mine.txt", "report.md", "shared.txt"]
+    assert "fuse-overlayfs mounts the view" in log
+
+
+def test_without_fuse_overlayfs_the_text_judge_decides_and_the_log_says_why(place: Path) -> None:
+    ws = place / "ws"
+    steps, log = as_nobody(place, False, "echo new > shared.txt", tools={"overlay": "kernel"})
+    said = [line for line in log.splitlines() if "Law 1" in line]
+    assert len(said) == 1 and said[0].startswith("LOG Law 1 falls back to the text judge for shell commands: ")
+    assert f"{ws}/shared.txt belongs to uid {NOBODY}, group 0" in said[0]
+    assert "fuse-overlayfs cannot stand in" in said[0]
+    assert steps[0]["output"].startswith("[LAW1] denied"), steps[0]["output"]  # the text judge saw the overwrite
+    assert (ws / "shared.txt").read_text() == "team notes\n"
+
+
+def test_a_change_the_user_may_not_make_is_not_committed_at_all(place: Path) -> None:
+    """The fuse view shows every file as the user's own; the commit checks the real permissions first."""
+    ws = place / "ws"
+    (ws / "locked.txt").write_text("root's\n")  # root:root 0644: nobody may not write it
+    steps, _log = as_nobody(place, True, "echo more >> locked.txt && echo x > new.txt")
+    assert not steps[0]["ok"] and steps[0]["output"].startswith("not committed"), steps[0]["output"]
+    assert f"{ws}/locked.txt: cannot write it" in steps[0]["output"]
+    assert (ws / "locked.txt").read_text() == "root's\n" and not (ws / "new.txt").exists()

@@ -81,7 +81,8 @@ class ToolBox:
         self.law1_denials: list[PendingAction] = []
         self.approvals: list[PendingAction] = []
         self._described = False
-        self._law1_described = False
+        self._law1_said: set[str] = set()
+        self._view_choice: overlay.Choice | None = None
         self.blocked_pairs = {(tool, normalise(t, self.workspace) if looks_like_path(t) else t.strip())
                               for tool, t in blocked_pairs if tool and t and t.strip()}
         """(tool, target) pairs memory says failed: that tool may not take that target; others may."""
@@ -220,21 +221,27 @@ class ToolBox:
             return await self._find_via_locate(query, [])
         return await self._run(command, [])
 
-    async def _by_effect(self) -> bool:
-        """Whether Law 1 judges this command by its observed effect (else by its text; logged once)."""
-        problem = None
-        if getattr(self.settings.tools, "overlay", "auto") == "off":
-            problem = "the overlay is turned off (tools.overlay)"
+    async def _by_effect(self) -> str | None:
+        """The view Law 1 judges this command on: "kernel", "fuse", or None for the text judge (logged once each)."""
+        setting = getattr(self.settings.tools, "overlay", "auto")
+        if setting == "off":
+            choice = overlay.Choice(None, "the overlay is turned off (tools.overlay)")
         elif self.sandbox_mode == "off" or await asyncio.to_thread(sandbox.find_bwrap) is None:
-            problem = f"bubblewrap is not in use ({sandbox.bwrap_problem() or 'turned off'})"
-        else:
-            problem = await asyncio.to_thread(overlay.overlay_problem) or overlay.unsafe_root(self._writable())
-        if not self._law1_described:
-            self._law1_described = True
-            _log(logging.INFO if problem is None else logging.WARNING,
-                 "Law 1 judges shell commands by effect: each runs on a copy-on-write view of the workspace"
-                 if problem is None else f"Law 1 falls back to the text judge for shell commands: {problem}")
-        return problem is None
+            choice = overlay.Choice(None, f"bubblewrap is not in use ({sandbox.bwrap_problem() or 'turned off'})")
+        elif (unsafe := overlay.unsafe_root(self._writable())) is not None:
+            choice = overlay.Choice(None, unsafe)
+        else:  # the owners' scan runs once per subtask: only our own commits change the files meanwhile
+            if self._view_choice is None:
+                self._view_choice = await asyncio.to_thread(overlay.choose_here, self._writable(),
+                                                            None if setting == "auto" else setting)
+            choice = self._view_choice
+        message = (f"Law 1 falls back to the text judge for shell commands: {choice.note}" if choice.kind is None
+                   else "Law 1 judges shell commands by effect: each runs on a copy-on-write view of the workspace"
+                   + (f" ({choice.note})" if choice.note else ""))
+        if message not in self._law1_said:
+            self._law1_said.add(message)
+            _log(logging.INFO if choice.kind == "kernel" else logging.WARNING, message)
+        return choice.kind
 
     def _writable(self) -> list[Path]:
         """The writable areas, each on an overlay: the workspace, plus your home when configured."""
@@ -267,7 +274,8 @@ class ToolBox:
         limit = max(self.settings.tools.head_tail_limit - len(prefix) - 40, 200)
         box = await self._sandbox()
         fd = doors.filter_fd() if box.bwrap is not None else None
-        view = overlay.open_view(self._writable()) if box.bwrap is not None and await self._by_effect() else None
+        kind = await self._by_effect() if box.bwrap is not None else None
+        view = overlay.open_view(self._writable(), kind=kind) if kind is not None else None
         extra = tuple(layer.root for layer in view.layers) if view is not None else ()
         try:
             argv = shell.build_shell_argv(command, dataclasses.replace(box, seccomp_fd=fd, writable=extra))
@@ -299,11 +307,16 @@ class ToolBox:
 
     async def _settle(self, command: str, view: overlay.View, output: str) -> str:
         """Rule on the command's change set: commit it quietly, after an approval, or discard it."""
+        fuse = view.kind == "fuse"
         found = [c for layer in view.layers
-                 for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root)]
+                 for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root, fuse)]
         if not found:
             return ""
         self.last_change_set = [c.model_dump(mode="json") for c in found]
+        refused = await asyncio.to_thread(changeset.unwritable, found)
+        if refused:  # only a fuse view can let a command change what its user cannot: commit all or nothing
+            raise ToolError(f"not committed: {command}\nIt changed what you may not change outside its view:\n"
+                            + "\n".join(refused[:20]) + "\nNothing was changed.", "environmental")
         ruling = law1_changes.rule(found, self.created, os.path.realpath(self.workspace))
         if ruling.ask:
             action = PendingAction(tool="shell", command=command, targets=[c.path for c in ruling.ask],
@@ -317,14 +330,14 @@ class ToolBox:
                 refusal.denied = True
                 raise refusal from None
             now = [c for layer in view.layers
-                   for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root)]
+                   for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root, fuse)]
             if [c.line() for c in now] != action.changes:  # another step changed the files while it waited
                 raise ToolError(f"[LAW1] not committed: {command}\nThe workspace changed while the question "
                                 "waited, so the approved change set no longer describes what would happen. Nothing "
                                 f"was changed; run the command again.\nApproved:\n{law1_changes.summary(found)}",
                                 "environmental")
         for layer in view.layers:
-            await asyncio.to_thread(changeset.commit, layer.upper, layer.root)
+            await asyncio.to_thread(changeset.commit, layer.upper, layer.root, fuse)
         self._own(found)
         return f"\n[changes committed]\n{law1_changes.summary(found)}"
 
