@@ -99,6 +99,17 @@ def test_choose_picks_the_view(kernel, fuse, uid, odd, kind, says) -> None:
     assert scanned == ([] if uid == 0 or kernel else [[Path("/ws")]])  # root maps every id: no scan
 
 
+@pytest.mark.parametrize(("setting", "sandbox_problem", "root", "line"), [
+    ("off", None, "/ws", "Law 1 falls back to the text judge for shell commands: the overlay is turned off"),
+    ("auto", "bwrap is not installed", "/ws",
+     "Law 1 falls back to the text judge for shell commands: bubblewrap is not in use (bwrap is not installed)"),
+    ("auto", None, "/w,s", "Law 1 falls back to the text judge for shell commands: the path /w,s contains ','"),
+])
+def test_decide_falls_back_to_the_text_judge_and_says_why(setting, sandbox_problem, root, line) -> None:
+    choice = overlay.decide(setting, sandbox_problem, [Path(root)])
+    assert choice.kind is None and choice.line().startswith(line)
+
+
 def test_foreign_names_the_first_entry_of_another_group(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "f").write_text("x")

@@ -18,6 +18,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,7 +29,7 @@ from artoo.tasks.tools import overlay, sandbox
 NOBODY = 65534
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = r"""
-import asyncio, json, logging, sys
+import asyncio, json, logging, sys, time
 from pathlib import Path
 from artoo.config.settings import load_settings
 from artoo.tasks.tools import ToolBox
@@ -39,6 +41,12 @@ gate = Gate(answer == "yes")
 box = ToolBox(settings, Path(ws), gate)
 steps = []
 for name, arguments in json.loads(calls):
+    if name == "wait":  # a pause for the test to act between two calls: it creates the flag file when done
+        flag = Path(arguments["flag"])
+        Path(f"{flag}.waiting").touch()
+        while not flag.exists():
+            time.sleep(0.02)
+        continue
     result = asyncio.run(box.call(name, arguments))
     steps.append({"ok": result.ok, "output": result.output, "asked": [a.changes for a in gate.asked]})
 print(json.dumps(steps))
@@ -81,16 +89,26 @@ def place() -> Path:
 
 
 def as_nobody(base: Path, answer: bool, *commands: str | tuple[str, dict], tools: dict | None = None,
-              ) -> tuple[list[dict], str]:
+              meanwhile: Callable[[], None] | None = None) -> tuple[list[dict], str]:
     """Run tool calls (a string: a shell command) through our ToolBox as nobody; the results and the log."""
     calls = [("shell", {"command": c}) if isinstance(c, str) else c for c in commands]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "PYTHONPATH": str(ROOT),
            "PREFECT_HOME": str(base / "prefect")}
     argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable, "-c", DRIVER,
             str(base), str(base / "ws"), "yes" if answer else "no", json.dumps(tools or {}), json.dumps(calls)]
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout), done.stderr
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    try:
+        if meanwhile is not None:  # the child waits at its "wait" step until this has run
+            deadline = time.monotonic() + 60
+            while not (base / "flag.waiting").exists() and child.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            meanwhile()
+            (base / "flag").touch()
+        out, err = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    assert child.returncode == 0, err[-3000:]
+    return json.loads(out), err
 
 
 def owner(path: Path) -> tuple[int, int, int]:
@@ -154,3 +172,22 @@ def test_a_change_the_user_may_not_make_is_not_committed_at_all(place: Path) -> 
     assert not steps[0]["ok"] and steps[0]["output"].startswith("not committed"), steps[0]["output"]
     assert f"{ws}/locked.txt: cannot write it" in steps[0]["output"]
     assert (ws / "locked.txt").read_text() == "root's\n" and not (ws / "new.txt").exists()
+
+
+def test_a_foreign_file_after_the_scan_reruns_the_command_on_fuse(place: Path) -> None:
+    """The owners' scan runs once per subtask; a file of another group arriving later is caught by its error."""
+    ws = place / "ws"
+    (ws / "shared.txt").unlink()  # at the scan every file is nobody's own: the kernel overlay
+
+    def another_user_shares_a_file() -> None:
+        (ws / "shared.txt").write_text("team notes\n")
+        os.chown(ws / "shared.txt", NOBODY, 0)
+        (ws / "shared.txt").chmod(0o666)
+
+    steps, log = as_nobody(place, True, "echo one > first.txt", ("wait", {"flag": str(place / "flag")}),
+                           "echo second > second.txt; echo more >> shared.txt", meanwhile=another_user_shares_a_file)
+    assert [s["ok"] for s in steps] == [True, True], steps
+    assert "Law 1 judges shell commands by effect: each runs on a copy-on-write view of the workspace\n" in log
+    assert steps[1]["output"].startswith("[ran again on fuse-overlayfs"), steps[1]["output"]
+    assert steps[1]["asked"] == [[f"created {ws}/second.txt (7 B)", f"modified {ws}/shared.txt (11 B → 16 B)"]]
+    assert (ws / "shared.txt").read_text() == "team notes\nmore\n" and (ws / "second.txt").read_text() == "second\n"

@@ -223,24 +223,15 @@ class ToolBox:
 
     async def _by_effect(self) -> str | None:
         """The view Law 1 judges this command on: "kernel", "fuse", or None for the text judge (logged once each)."""
-        setting = getattr(self.settings.tools, "overlay", "auto")
-        if setting == "off":
-            choice = overlay.Choice(None, "the overlay is turned off (tools.overlay)")
-        elif self.sandbox_mode == "off" or await asyncio.to_thread(sandbox.find_bwrap) is None:
-            choice = overlay.Choice(None, f"bubblewrap is not in use ({sandbox.bwrap_problem() or 'turned off'})")
-        elif (unsafe := overlay.unsafe_root(self._writable())) is not None:
-            choice = overlay.Choice(None, unsafe)
-        else:  # the owners' scan runs once per subtask: only our own commits change the files meanwhile
-            if self._view_choice is None:
-                self._view_choice = await asyncio.to_thread(overlay.choose_here, self._writable(),
-                                                            None if setting == "auto" else setting)
-            choice = self._view_choice
-        message = (f"Law 1 falls back to the text judge for shell commands: {choice.note}" if choice.kind is None
-                   else "Law 1 judges shell commands by effect: each runs on a copy-on-write view of the workspace"
-                   + (f" ({choice.note})" if choice.note else ""))
-        if message not in self._law1_said:
-            self._law1_said.add(message)
-            _log(logging.INFO if choice.kind == "kernel" else logging.WARNING, message)
+        if self._view_choice is None:  # once per subtask (the owners' scan too): only our commits change files
+            off = self.sandbox_mode == "off" or await asyncio.to_thread(sandbox.find_bwrap) is None
+            self._view_choice = await asyncio.to_thread(
+                overlay.decide, getattr(self.settings.tools, "overlay", "auto"),
+                (sandbox.bwrap_problem() or "turned off") if off else None, self._writable())
+        choice = self._view_choice
+        if choice.line() not in self._law1_said:
+            self._law1_said.add(choice.line())
+            _log(logging.INFO if choice.kind == "kernel" else logging.WARNING, choice.line())
         return choice.kind
 
     def _writable(self) -> list[Path]:
@@ -273,23 +264,17 @@ class ToolBox:
         prefix = "".join(n + "\n" for n in notes)
         limit = max(self.settings.tools.head_tail_limit - len(prefix) - 40, 200)
         box = await self._sandbox()
-        fd = doors.filter_fd() if box.bwrap is not None else None
         kind = await self._by_effect() if box.bwrap is not None else None
-        view = overlay.open_view(self._writable(), kind=kind) if kind is not None else None
-        extra = tuple(layer.root for layer in view.layers) if view is not None else ()
+        done, view = await self._execute(command, box, kind, limit)
         try:
-            argv = shell.build_shell_argv(command, dataclasses.replace(box, seccomp_fd=fd, writable=extra))
-            argv = overlay.mount_argv(view, argv) if view is not None else argv
-            env = sandbox.scrubbed_env(os.environ)
-            done = await shell.run_capped(argv, self.workspace, timeout, limit, env=env,
-                                          pass_fds=() if fd is None else (fd,))
-            if fd is not None:
-                os.close(fd)
-                fd = None
+            if view is not None and overlay.copy_up_failed(view.kind, done.output) and not self.network:
+                self._view_choice = None  # a file of another owner or group came after the scan: look again
+                if await self._by_effect() == "fuse":  # nothing of that run was kept: run it again, on fuse
+                    view.close()
+                    done, view = await self._execute(command, box, "fuse", limit)
+                    prefix += overlay.RERUN_NOTE + "\n"
             settled = "" if view is None else await self._settle(command, view, done.output)
         finally:
-            if fd is not None:
-                os.close(fd)
             if view is not None:
                 view.close()
         self._exit_code = None if done.timed_out else done.returncode
@@ -304,6 +289,26 @@ class ToolBox:
         if signum is not None:  # a limit or a signal ended it: the world stopped it, not the approach
             raise ToolError(f"{text}\n{sandbox.limit_note(signum, self.limits)}", "environmental")
         raise ToolError(text, "environmental" if done.returncode in (126, 127) else "logical")
+
+    async def _execute(self, command: str, box: sandbox.Sandbox, kind: str | None,
+                       limit: int) -> tuple[shell.Completed, overlay.View | None]:
+        """Run the command in the sandbox, on a ``kind`` view when given (the caller settles and closes it)."""
+        fd = doors.filter_fd() if box.bwrap is not None else None
+        view = overlay.open_view(self._writable(), kind=kind) if kind is not None else None
+        extra = tuple(layer.root for layer in view.layers) if view is not None else ()
+        try:
+            argv = shell.build_shell_argv(command, dataclasses.replace(box, seccomp_fd=fd, writable=extra))
+            argv = overlay.mount_argv(view, argv) if view is not None else argv
+            done = await shell.run_capped(argv, self.workspace, self.settings.tools.shell_timeout_s, limit,
+                                          env=sandbox.scrubbed_env(os.environ), pass_fds=() if fd is None else (fd,))
+        except BaseException:
+            if view is not None:
+                view.close()
+            raise
+        finally:
+            if fd is not None:
+                os.close(fd)
+        return done, view
 
     async def _settle(self, command: str, view: overlay.View, output: str) -> str:
         """Rule on the command's change set: commit it quietly, after an approval, or discard it."""

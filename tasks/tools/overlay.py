@@ -25,6 +25,7 @@ to the text judge and logs it.  ``overlay_problem`` says why no overlay at all w
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import shutil
@@ -58,6 +59,8 @@ exit $rc"""
 """Start one fuse-overlayfs per triple in the foreground of this process group (so a timeout's
 kill of the group ends it too), wait until each is mounted, run the command, then unmount
 (which flushes everything into the upper directories) and wait for the daemons to end."""
+RERUN_NOTE = ("[ran again on fuse-overlayfs: the kernel overlay could not copy up a file of another owner or group "
+              "(EOVERFLOW); nothing of the first run was kept]")
 UNSAFE = (",", ":", "\\", "\n")
 """Characters overlayfs' mount options cannot carry in a path."""
 SCAN_LIMIT = 50_000
@@ -101,6 +104,13 @@ class Choice:
     note: str | None = None
     """Why not the kernel overlay (when fuse-overlayfs stands in), or why no overlay at all."""
 
+    def line(self) -> str:
+        """What the run's log says about it."""
+        if self.kind is None:
+            return f"Law 1 falls back to the text judge for shell commands: {self.note}"
+        return ("Law 1 judges shell commands by effect: each runs on a copy-on-write view of the workspace"
+                + (f" ({self.note})" if self.note else ""))
+
 
 def outermost(roots: list[Path]) -> list[Path]:
     """The resolved roots without those nested in another (the outer overlay already covers them)."""
@@ -137,6 +147,11 @@ def mount_argv(view: View, argv: list[str]) -> list[str]:
     triples = [str(p) for layer in view.layers for p in (layer.root, layer.upper, layer.work)]
     script = FUSE_SCRIPT if view.kind == "fuse" else MOUNT_SCRIPT
     return [*namespace_argv(), "sh", "-c", script, "artoo-overlay", *triples, "--", *argv]
+
+
+def copy_up_failed(kind: str, output: str) -> bool:
+    """Whether a command on a kernel view may have met a file the namespace cannot map (its error in the output)."""
+    return kind == "kernel" and os.geteuid() != 0 and os.strerror(errno.EOVERFLOW) in output
 
 
 def unsafe_root(roots: list[Path]) -> str | None:
@@ -243,3 +258,15 @@ def choose_here(roots: list[Path], only: str | None = None) -> Choice:
     kernel = kind_problem("kernel") if only in (None, "kernel") else "turned off (tools.overlay = \"fuse\")"
     fuse = kind_problem("fuse") if only in (None, "fuse") else "turned off (tools.overlay = \"kernel\")"
     return choose(roots, kernel, fuse, os.geteuid(), os.getegid())
+
+
+def decide(setting: str, sandbox_problem: str | None, roots: list[Path]) -> Choice:
+    """The view for commands on ``roots``, given ``tools.overlay`` and why bubblewrap is not in use (None: it is)."""
+    if setting == "off":
+        return Choice(None, "the overlay is turned off (tools.overlay)")
+    if sandbox_problem is not None:
+        return Choice(None, f"bubblewrap is not in use ({sandbox_problem})")
+    unsafe = unsafe_root(roots)
+    if unsafe is not None:
+        return Choice(None, unsafe)
+    return choose_here(roots, None if setting == "auto" else setting)
