@@ -31,7 +31,6 @@ ARTOO = str(Path(sys.executable).with_name("artoo"))
 def test_without_a_server_artoo_worker_exits_2_and_says_what_it_needs(tmp_path):
     env = Cluster(tmp_path, "", "postgresql://nowhere/db", "http://127.0.0.1:9/v1").env(0)
     env.pop("PREFECT_API_URL")
-    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")  # no profile that could name a server
     done = subprocess.run([ARTOO, "worker"], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "PREFECT_API_URL" in done.stderr and "Traceback" not in done.stderr
