@@ -47,7 +47,7 @@ def test_the_machine_counter_is_bounded_by_its_cores_and_the_wall_clock():
     busy1, total1 = machine_busy_s()
     elapsed = time.monotonic() - started
     cores = sum(line[3].isdigit() for line in Path("/proc/stat").read_text().splitlines() if line.startswith("cpu"))
-    assert 0 <= busy1 - busy0 <= total1 - total0
+    assert 0 <= busy1 - busy0 <= total1 - total0 + 1e-6  # a saturated machine: equal, up to float rounding
     assert 0 < total1 - total0 <= cores * (elapsed + 2 / TICK)  # every core's ticks, at most one more each end
 
 
