@@ -83,7 +83,7 @@ def test_a_fuse_upper_directory_reads_and_commits(tmp_path: Path, upper_spec: di
      "f belongs to group 0, and fuse-overlayfs cannot stand in: not installed"),
     (None, "not installed", 1000, f"ws holds more than 9 entries, {overlay.UNCHECKED}", "kernel",
      "fuse-overlayfs cannot stand in (not installed): a command changing a file of another owner"),
-    ("no overlayfs", None, 0, None, "fuse", "the kernel overlay cannot be mounted (no overlayfs)"),
+    ("no overlayfs", None, 0, None, "fuse", "fuse-overlayfs mounts the view; the kernel's overlayfs: no overlayfs"),
     ("no overlayfs", "no /dev/fuse", 0, None, None, "no overlayfs; fuse-overlayfs cannot stand in: no /dev/fuse"),
 ])
 def test_choose_picks_the_view(kernel, fuse, uid, odd, kind, says) -> None:

@@ -212,7 +212,7 @@ def choose(roots: list[Path], kernel: str | None, fuse: str | None, uid: int, gi
                           "a file of another owner or group will fail in the view")
         return Choice(None, f"{odd}, and fuse-overlayfs cannot stand in: {fuse}")
     if fuse is None:
-        return Choice("fuse", f"the kernel overlay cannot be mounted ({kernel}); fuse-overlayfs mounts the view")
+        return Choice("fuse", f"fuse-overlayfs mounts the view; the kernel's overlayfs: {kernel}")
     return Choice(None, f"{kernel}; fuse-overlayfs cannot stand in: {fuse}")
 
 
