@@ -118,6 +118,7 @@ def test_foreign_names_the_first_entry_of_another_group(tmp_path: Path) -> None:
     said = overlay.foreign([tmp_path], uid, gid + 1)
     assert said is not None and f"group {gid}" in said and str(tmp_path / "d") in said
     assert overlay.foreign([tmp_path], uid, gid, limit=1).endswith(overlay.UNCHECKED)
+    assert overlay.foreign([tmp_path / "not-made-yet"], uid, gid + 1) is None
     tmp_path.chmod(tmp_path.stat().st_mode | stat.S_ISGID)
     said = overlay.foreign([tmp_path], uid, gid + 1)
     assert said is not None and "set-group-ID" in said

@@ -191,3 +191,10 @@ def test_a_foreign_file_after_the_scan_reruns_the_command_on_fuse(place: Path) -
     assert steps[1]["output"].startswith("[ran again on fuse-overlayfs"), steps[1]["output"]
     assert steps[1]["asked"] == [[f"created {ws}/second.txt (7 B)", f"modified {ws}/shared.txt (11 B → 16 B)"]]
     assert (ws / "shared.txt").read_text() == "team notes\nmore\n" and (ws / "second.txt").read_text() == "second\n"
+
+
+def test_a_workspace_not_made_yet_is_made_and_written(place: Path) -> None:
+    shutil.rmtree(place / "ws")
+    steps, log = as_nobody(place, False, "echo hi > a.txt")
+    assert steps[0]["ok"] and steps[0]["asked"] == [], steps[0]["output"]
+    assert (place / "ws" / "a.txt").read_text() == "hi\n" and "by effect" in log

@@ -171,8 +171,8 @@ def foreign(roots: list[Path], uid: int, gid: int, limit: int = SCAN_LIMIT) -> s
     """
     seen, stack = 0, [str(r) for r in outermost(roots)]
     for root in stack:  # what the user creates in a set-group-ID root takes its group
-        info = os.stat(root)
-        if info.st_mode & stat.S_ISGID and info.st_gid != gid:
+        info = os.stat(root) if os.path.isdir(root) else None  # a workspace not made yet holds nothing
+        if info is not None and info.st_mode & stat.S_ISGID and info.st_gid != gid:
             return (f"{root} is set-group-ID with group {info.st_gid}, which a user namespace cannot map "
                     "(the kernel overlay would fail to copy up the files created there)")
     while stack:
