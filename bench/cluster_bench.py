@@ -6,11 +6,13 @@ One Postgres-backed ``prefect server start`` and one PostgreSQL memory (artoo.lo
 the scripted LLM at ``--latency`` seconds per call (six calls per accepted task: a 9 s LLM
 critical path at 1.5 s), and for each worker count a fresh pool of that many
 ``prefect worker start`` processes (bench.cluster), each running one flow at a time.  Per
-configuration it prints tasks per minute and, per run, where the time went: waiting in the
-queue (submission → the worker's process starts the flow), inside the flow, and of that the
-LLM's share; and the cores each process tree kept busy over the run (bench.cpu: the workers
-with their flow-run subprocesses, the Prefect server, each PostgreSQL, this process with the
-scripted LLM, the whole machine), which says where the limit lies.  Nothing asserts;
+configuration it prints tasks per minute against the LLM-bound ideal and, per run, where the
+time went: waiting in the queue (submission → the worker's process starts the flow), inside
+the flow, and of that the LLM's share; the worker-slot seconds per task (workers × wall /
+tasks: beyond the flow's own time, that is spawning and starting each flow-run process); and
+the cores each process tree kept busy over the run (bench.cpu: the workers with their
+flow-run subprocesses, the Prefect server, each PostgreSQL, this process with the scripted
+LLM, the whole machine), which says where the limit lies.  Nothing asserts;
 bench/README.md records the numbers and reads them.
 """
 
@@ -75,6 +77,7 @@ def measure(root: Path, api_url: str, memory_base: str, latency: float, workers:
             "queued_median_s": statistics.median(queued) if queued else None,
             "flow_median_s": statistics.median(inside) if inside else None,
             "llm_s": CALLS_PER_TASK * latency, "cores": cores,
+            "slot_s": workers * wall / max(completed, 1),  # a worker's time per task, in the flow or not
             "worker_cpu_per_task_s": cores["workers"] * wall / max(completed, 1)}
 
 
@@ -84,11 +87,11 @@ COMPONENTS = ("workers", "prefect server", "server's postgres", "memory postgres
 def table(rows: list[dict]) -> str:
     """The printed result: throughput against the LLM-bound ideal, then cores busy per component."""
     lines = ["| workers | tasks | completed | wall s | tasks/min | LLM-bound ideal | median queued s | "
-             "median flow s | LLM s per task |", "|---|---|---|---|---|---|---|---|---|"]
+             "median flow s | LLM s per task | worker-slot s per task |", "|---" * 10 + "|"]
     for r in rows:
         lines.append(f"| {r['workers']} | {r['tasks']} | {r['completed']} | {r['wall_s']:.1f} | "
                      f"{r['tasks_per_min']:.2f} | {r['ideal_per_min']:.2f} | {r['queued_median_s'] or 0:.1f} | "
-                     f"{r['flow_median_s'] or 0:.1f} | {r['llm_s']:.1f} |")
+                     f"{r['flow_median_s'] or 0:.1f} | {r['llm_s']:.1f} | {r['slot_s']:.1f} |")
     lines += ["", "| workers | " + " | ".join(f"{c} (cores)" for c in COMPONENTS) + " | worker CPU s per task |",
               "|---" * (len(COMPONENTS) + 2) + "|"]
     for r in rows:
