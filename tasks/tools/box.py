@@ -373,12 +373,11 @@ def _log(level: int, message: str) -> None:
 
 
 def _unobservable(verdict: PolicyVerdict) -> bool:
-    """Whether the text judge found what no overlay sees: data sent off the machine, or a daemon's changes.
-
-    Only asked with the network on: without it no daemon is reachable (no Unix sockets, no
-    network namespace) and nothing leaves the machine, so the command can only fail.
-    """
+    """Whether the text judge found what no overlay sees: data sent off the machine, or a daemon's changes
+    (asked only with the network on: without it no daemon is reachable and nothing leaves the machine)."""
     return re.search(r"(^|; )(network|daemon)\b", verdict.reason) is not None or "daemon" in verdict.reason
+
+
 def _plain(value: object) -> object:
     """A change set as JSON data (a pydantic model is dumped; None stays None)."""
     dump = getattr(value, "model_dump", None)
@@ -391,12 +390,9 @@ def _kind_ok(path: str, kind: str | None) -> bool:
 
 
 def _arguments(arguments: dict | str | None) -> dict:
-    if isinstance(arguments, dict):
-        return arguments
     if isinstance(arguments, str):
         try:
-            parsed = json.loads(arguments)
+            arguments = json.loads(arguments)
         except json.JSONDecodeError:
             return {}
-        return parsed if isinstance(parsed, dict) else {}
-    return {}
+    return arguments if isinstance(arguments, dict) else {}
