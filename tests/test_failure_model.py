@@ -227,6 +227,17 @@ def test_evidence_block_quotes_calls_output_and_advice_fenced():
     assert text.count(FENCE_OPEN) == 3  # two outputs and the advice, each fenced
 
 
+def test_evidence_block_names_what_worked_first_without_its_output():
+    worked = outcome("matched", calls=[READ_OK], what="read notes.txt")
+    text = evidence_block([outcome(calls=[WRITE_DENIED_ROOT], what="write the summary")], [worked])
+    assert text.startswith("- Subtask 'read notes.txt': met its criteria with: read_file notes.txt. "
+                           "Keep this step's method and targets.")
+    assert "alpha" not in text  # a matched call's output is not quoted (only failures are evidence)
+    assert "Tool call: write_file /srv/r/summary.md — failed (environmental)" in text
+    assert evidence_block([], [outcome("matched", what="fine")]) == (
+        "- Subtask 'fine': met its criteria with: no tool call. Keep this step's method and targets.")
+
+
 def test_evidence_block_caps_long_output():
     long = call("shell", "cat big.log", ok=False, cls="environmental", output="x" * 5000)
     assert len(evidence_block([outcome(calls=[long])])) < 1500
