@@ -192,12 +192,21 @@ def attributed_calls(outcome: SubTaskOutcome) -> list[ToolCall]:
     return [c for c in failed if c.failure_class == "environmental"] or failed[-1:]
 
 
+_MISSING_PROGRAM = re.compile(r"(?m)^(?:[\w./-]+: )*(?:line \d+: )?[\w.+-]+: (?:command )?not found\s*$")
+"""bash's (and sh's) word for a program that is not installed: ``bash: line 1: tree: command not found``."""
+
+
 def blamed_targets(call: ToolCall) -> list[str]:
     """The targets a failed call is blamed on: those its error names, else all of them.
 
     ``grep x /srv/app.log > hits.txt`` failing with ``/srv/app.log: No such file`` blames the
-    log, not the output file it would have written.
+    log, not the output file it would have written.  A shell command whose program is not
+    installed (``tree /system`` → ``tree: command not found``) blames none of its paths: they
+    were never touched, and blocking them (in this task and, through memory, in later ones)
+    would punish a folder for a missing program.  The planner still sees the error as evidence.
     """
+    if call.tool == "shell" and _MISSING_PROGRAM.search(call.output or ""):
+        return []
     if len(call.targets) < 2:
         return list(call.targets)
     named = [t for t in call.targets if os.path.basename(t) and os.path.basename(t) in call.output]

@@ -128,6 +128,18 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
     # skipped and denied subtasks blame nothing (a Law-1 "no" is a constraint, not a failed target)
     ([outcome("skipped"), outcome("denied", calls=[LAW1_NO])], []),
     ([outcome(calls=[READ_OK, LAW1_NO])], []),
+    # a program that is not installed blames no path (the folder did nothing wrong), nor does sh's wording
+    ([outcome(calls=[call("shell", "tree /system", ok=False, cls="environmental",
+                          output="bash: line 1: tree: command not found\n[exit code 127]")])], []),
+    ([outcome(calls=[call("shell", "rename 's/a/b/' /system/x.txt", ok=False, cls="environmental",
+                          output="sh: 1: rename: not found\n[exit code 127]")])], []),
+    # ... but a missing FILE still blames the file (the word "found" alone proves nothing)
+    ([outcome(calls=[call("shell", "cat /system/notes.txt", ok=False, cls="environmental",
+                          output="cat: /system/notes.txt: No such file or directory\n[exit code 1]")])],
+     [("/system/notes.txt", "shell")]),
+    ([outcome(calls=[call("shell", "grep 'not found' /system/app.log", ok=False, cls="environmental",
+                          output="grep: /system/app.log: Permission denied\n[exit code 2]")])],
+     [("/system/app.log", "shell")]),
     # an outcome of the spec's shape (evidence strings only): its last call
     ([outcome(legacy=["read_file: notes.txt → alpha", "shell: curl http://h → timeout"])],
      [("curl http://h", "shell")]),
