@@ -140,6 +140,20 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
     ([outcome(calls=[call("shell", "grep 'not found' /system/app.log", ok=False, cls="environmental",
                           output="grep: /system/app.log: Permission denied\n[exit code 2]")])],
      [("/system/app.log", "shell")]),
+    # the error names a path under the command's target: that path, not the whole folder
+    ([outcome(calls=[call("shell", "find /system -type d -empty -exec rm -r {} \\;", ok=False, cls="environmental",
+                          output="find: '/system/a/b': No such file or directory\n[exit code 1]")])],
+     [("/system/a/b", "shell")]),
+    ([outcome(calls=[call("shell", "ls -l /srv/data", ok=False, cls="environmental",
+                          output="ls: cannot open directory '/srv/data/private': Permission denied\n[exit code 2]")])],
+     [("/srv/data/private", "shell")]),
+    ([outcome(calls=[call("shell", "echo done > /srv/r/out.txt", ok=False, cls="environmental",
+                          output="bash: line 1: /srv/r/out.txt: Permission denied\n[exit code 1]")])],
+     [("/srv/r/out.txt", "shell")]),
+    # a path the error names outside every target is no one's target: the call's own target is blamed
+    ([outcome(calls=[call("shell", "python3 /ws/run.py", ok=False, cls="environmental",
+                          output="cat: /etc/app.conf: Permission denied\n[exit code 1]")])],
+     [("/ws/run.py", "shell")]),
     # an outcome of the spec's shape (evidence strings only): its last call
     ([outcome(legacy=["read_file: notes.txt → alpha", "shell: curl http://h → timeout"])],
      [("curl http://h", "shell")]),
