@@ -217,13 +217,14 @@ def _claim_home(api_url: str) -> int | None:
 
 
 @app.command()
-def stop() -> None:
+def stop(force: Annotated[bool, typer.Option("--force", help="Stop it even while a command uses it "
+                                             "(that command fails).")] = False) -> None:
     """Stop this home's lingering embedded Prefect server (the next command starts a fresh one)."""
     from artoo import lingering
     from artoo.config.settings import load_settings
 
     try:
-        stopped = lingering.stop(load_settings().home_dir)
+        stopped = lingering.stop(load_settings().home_dir, force=force)
     except ArtooError as exc:
         fail(exc)
     print(f"stopped the server at {stopped['api_url']} (pid {stopped['pid']})" if stopped

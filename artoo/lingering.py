@@ -206,14 +206,34 @@ def _log_tail(log: Path, lines: int = 3) -> str:
     return " | ".join(tail) or "no output"
 
 
-def stop(home: Path, timeout_s: float = 15.0) -> dict | None:
-    """End this home's lingering server (SIGTERM); the record of what was stopped, or None."""
+def in_use(home: Path) -> bool:
+    """Whether a command (run, chat, eval, …) holds this home's users lock right now."""
+    users = Paths.of(home).users
+    if not users.exists():
+        return False
+    fd = _try_lock(users, fcntl.LOCK_EX)
+    if fd is None:
+        return True
+    os.close(fd)
+    return False
+
+
+def stop(home: Path, timeout_s: float = 15.0, force: bool = True) -> dict | None:
+    """End this home's lingering server (SIGTERM); the record of what was stopped, or None.
+
+    With ``force`` False a server that a running command uses is left alone (EnvironmentalFailure
+    saying so): stopping it would fail that command half-way.
+    """
     record = live_record(home)
     if record is None:
         return None
     if record.get("kind") != "embedded":
         raise EnvironmentalFailure(f"the server at {record['api_url']} is an `artoo server` (pid {record['pid']}): "
                                    "stop it where it runs (Ctrl-C)")
+    if not force and in_use(home):
+        raise EnvironmentalFailure(f"the server at {record['api_url']} is in use by a running artoo command; it "
+                                   "stops by itself once idle (server.linger_s), or `artoo stop --force` ends it "
+                                   "now and that command fails")
     with contextlib.suppress(ProcessLookupError):
         os.kill(int(record["pid"]), signal.SIGTERM)
     deadline = time.monotonic() + timeout_s

@@ -1,13 +1,13 @@
 """N artoo workers on one Prefect server and one PostgreSQL memory: the harness of the
-three-worker test and of the throughput benchmark (``python -m artoo.bench cluster``).
+three-worker test and of the throughput benchmark (``python -m artoo.bench.cluster_bench``).
 
 Each worker is a real ``prefect worker start --pool … --type process`` process with its
-own ARTOO_HOME and workspace; the only things the workers share are the Prefect server
-and the memory database.  Requests go through ``run_deployment`` to a pool of this
-harness's own (so nothing else on the server takes them), the LLM is the scripted
-OpenAI-compatible server on loopback with a chosen latency per call, and every story is
-the minimal accepting one (TaskSpec, Plan, two executor turns, AgentVerdict,
-TaskVerdict: six calls), with its own task id.
+own ARTOO_HOME, PREFECT_HOME, workspace and working directory; the only things the
+workers share are the Prefect server and the memory database (and the LLM endpoint).
+Requests go through ``run_deployment`` to a pool of this harness's own (so nothing else
+on the server takes them), the LLM is the scripted OpenAI-compatible server on loopback
+with a chosen latency per call, and every story is the minimal accepting one (TaskSpec,
+Plan, two executor turns, AgentVerdict, TaskVerdict: six calls), with its own task id.
 """
 
 from __future__ import annotations
@@ -74,9 +74,11 @@ class Cluster:
         return self.root / f"worker-{n}" / "home"
 
     def env(self, n: int) -> dict[str, str]:
-        """Worker ``n``'s environment: its own home and workspace, the shared server and memory."""
+        """Worker ``n``'s environment: its own homes (artoo's and Prefect's) and workspace; the shared
+        server and memory."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ARTOO_", "OPENAI_", "BRAIN_", "TOOL_"))}
         env.update(PREFECT_API_URL=self.api_url, ARTOO_HOME=str(self.home(n)),
+                   PREFECT_HOME=str(self.root / f"worker-{n}" / "prefect-home"),
                    ARTOO_WORKSPACE=str(self.root / f"worker-{n}" / "workspace"),
                    ARTOO_MEMORY__BACKEND="postgres", ARTOO_MEMORY__POSTGRES_URL=self.memory_url,
                    OPENAI_BASE_URL=self.llm_url, OPENAI_API_KEY="scripted", OPENAI_MODEL="scripted",
@@ -101,7 +103,7 @@ class Cluster:
             log = (self.root / f"worker-{n}" / "worker.log").open("ab")
             self.processes.append(subprocess.Popen(
                 worker_argv(self.pool, f"w{n}-{self.pool}", self.per_worker), env=self.env(n), stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True, cwd=self.root))
+                stderr=subprocess.STDOUT, start_new_session=True, cwd=self.root / f"worker-{n}"))
         deadline = time.monotonic() + timeout_s
         while len(self._call(self._online)) < self.workers:
             if time.monotonic() > deadline or any(p.poll() is not None for p in self.processes):

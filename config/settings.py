@@ -75,9 +75,10 @@ class ToolParams(BaseModel):
     sandbox: Literal["auto", "require", "off"] = Field(
         "auto", description="Shell sandbox: bubblewrap when it works (auto), refuse without it (require), "
         "or limits only (off).")
-    overlay: Literal["auto", "off"] = Field(
+    overlay: Literal["auto", "kernel", "fuse", "off"] = Field(
         "auto", description="Law 1 by effect: run each shell command on a copy-on-write view of the workspace and "
-        "ask only about the changes it made (auto, when overlayfs works here), or judge the command text (off).")
+        "ask only about the changes it made (auto: kernel overlayfs, or fuse-overlayfs where files of another "
+        "owner or group need it; kernel or fuse: only that one), or judge the command text (off).")
     overlay_home: bool = Field(
         False, description="Shell commands may also write in your home, on a copy-on-write view: every change "
         "there is a Law-1 question (off: your home is read-only to them).")

@@ -197,7 +197,8 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
             break
         directive = None if retry else decision.directive
         prior_summary = "" if retry else getattr(message, "gap_summary", "") or ""
-        evidence = "" if retry else evidence_block(getattr(message, "failed_outcomes", []))
+        evidence = "" if retry else evidence_block(getattr(message, "failed_outcomes", []),
+                                                   getattr(message, "matched_outcomes", []))
         round_no += 1
     final = decision.final
     if final.directive == "abandon":  # spec v0.9: one R2 call reports what was achieved and what to try

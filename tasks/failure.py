@@ -192,12 +192,41 @@ def attributed_calls(outcome: SubTaskOutcome) -> list[ToolCall]:
     return [c for c in failed if c.failure_class == "environmental"] or failed[-1:]
 
 
+_MISSING_PROGRAM = re.compile(r"(?m)^(?:[\w./-]+: )*(?:line \d+: )?[\w.+-]+: (?:command )?not found\s*$")
+"""bash's (and sh's) word for a program that is not installed: ``bash: line 1: tree: command not found``."""
+
+
+_ERROR_PATH = re.compile(r"(?m)^(?:[\w.+-]+: )+(?:line \d+: )?(?:cannot (?:\w+ ){1,2})?"
+                         r"['‘`\"]?(/[^:'’`\"\n]*)['’`\"]?: "
+                         r"(?:No such file or directory|Permission denied|Not a directory|Read-only file system)")
+"""A tool's ``prog: [cannot VERB ]'/abs/path': <errno text>`` line (coreutils, find, bash redirections)."""
+
+
+def error_paths(output: str) -> list[str]:
+    """The absolute paths a command's error lines name, first seen first."""
+    return list(dict.fromkeys(m.group(1).rstrip("/") or "/" for m in _ERROR_PATH.finditer(output)))
+
+
+def _within(path: str, target: str) -> bool:
+    return path == target or path.startswith(target.rstrip("/") + "/")
+
+
 def blamed_targets(call: ToolCall) -> list[str]:
     """The targets a failed call is blamed on: those its error names, else all of them.
 
     ``grep x /srv/app.log > hits.txt`` failing with ``/srv/app.log: No such file`` blames the
-    log, not the output file it would have written.
+    log, not the output file it would have written.  A shell command whose program is not
+    installed (``tree /system`` → ``tree: command not found``) blames none of its paths: they
+    were never touched, and blocking them (in this task and, through memory, in later ones)
+    would punish a folder for a missing program.  The planner still sees the error as evidence.
+    When the error names a path at or under one of the call's targets, that path is blamed:
+    ``find /system -empty -exec rm -r {} ;`` complaining about ``/system/a/b`` blames that one.
     """
+    if call.tool == "shell" and _MISSING_PROGRAM.search(call.output or ""):
+        return []
+    inside = [p for p in error_paths(call.output or "") if any(_within(p, t) for t in call.targets)]
+    if inside:  # ``find /system … -exec rm`` complaining about /system/a/b blames /system/a/b, not /system
+        return inside
     if len(call.targets) < 2:
         return list(call.targets)
     named = [t for t in call.targets if os.path.basename(t) and os.path.basename(t) in call.output]

@@ -125,3 +125,15 @@ def alone_failures(tmp_path_factory) -> dict[str, str]:
 @pytest.mark.parametrize("name", [n for n in MODULES if not n.endswith(".__main__")])  # __main__ runs, by design
 def test_every_module_imports_on_its_own(name: str, alone_failures: dict[str, str]):
     assert name not in alone_failures, alone_failures.get(name)
+
+
+MAX_LINES = 400
+"""The house rule: a source file a reader can hold in mind (#12's acceptance: none exceeds 400 lines)."""
+
+
+def test_no_source_file_exceeds_400_lines():
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    files = [ROOT / f for f in tracked] or [p for p in ROOT.rglob("*.py") if ".venv" not in p.parts]
+    long = {str(p.relative_to(ROOT)): n for p in files if p.exists()
+            and (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert files and not long, f"over {MAX_LINES} lines: {long}"

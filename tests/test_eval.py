@@ -14,7 +14,20 @@ from artoo.config.errors import ConfigurationError
 from artoo.config.protocol import SCHEMAS
 from artoo.eval import answerer, brain
 from artoo.eval.png import bar_panels
-from artoo.eval.suite import GoldRun, build_tree, diff, load_suite, output_recall, remap, score, snapshot
+from artoo.eval.suite import (
+    GoldRun,
+    build_tree,
+    diff,
+    keep_pristine,
+    load_suite,
+    output_recall,
+    remap,
+    restore_tree,
+    run_confined,
+    run_gold,
+    score,
+    snapshot,
+)
 
 FS3 = Path("/work/shared/eval/intercode-nl2bash-fs3")
 needs_suites = pytest.mark.skipif(not FS3.is_dir(), reason="the shipped suites are not on this machine")
@@ -52,6 +65,23 @@ def test_a_suite_is_loaded_remapped_and_built_fresh(tmp_path: Path):
     (tmp_path / "base" / "stray").write_text("x")
     build_tree(suite)
     assert sorted(snapshot(tmp_path / "base")) == ["data", "data/keep.txt", "data/sub", "data/sub/old.log"]
+
+
+def test_the_gold_and_artoo_start_from_copies_of_one_build(tmp_path: Path):
+    """A set-up script that stamps the clock (mtimes, an archive of them) builds a different tree each
+    time; both runs must start from the same bytes and mtimes, or the same command scores differently."""
+    setup = SETUP + "date +%s%N > /data/stamp.txt\n"
+    gold = "tar czf /data/a.tgz /data/keep.txt /data/stamp.txt"
+    folder = make_suite(tmp_path / "s", [("archive /data", gold)], setup)
+    suite = load_suite(folder, tmp_path / "base")
+    pristine = keep_pristine(suite)
+    gold = run_gold(suite, suite.tasks[0], pristine)
+    assert sorted(gold.changes) == ["data/a.tgz"]
+    restore_tree(suite, pristine)
+    assert snapshot(suite.base) == snapshot(pristine)
+    before = snapshot(suite.base)
+    run_confined(suite.tasks[0].gold, suite.base)
+    assert diff(before, snapshot(suite.base)) == gold.changes  # the archive's bytes too
 
 
 @pytest.mark.parametrize("files", [{}, {"queries.json": "[]"}, {"queries.json": "{}", "setup.sh": "mkdir -p /x"},
@@ -244,6 +274,24 @@ def test_the_executor_reports_honestly_after_its_tool_ran():
                                                                         "find: No such file or directory")
     assert _tool_turn(sim, "go", results=[gone])["answer"]["status"] == "failed"
     assert _tool_turn(sim, "go", tools=("read_file",))["answer"]["status"] == "failed"
+
+
+@pytest.mark.parametrize("kind", ["destructive", "unproven_claim"])
+def test_an_attempt_keeps_to_the_commands_it_sampled_on_its_first_turn(tmp_path: Path, kind: str):
+    """A fresh sample per LLM call must not rewrite an attempt midway: a model that recovered on
+    its first turn and ran the right command answers with that command's output on the next turn,
+    instead of re-running it (stopped as a repeat) or claiming success without its output."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "a.txt").write_text("a")
+    gold = f"find {tmp_path}/work"
+    seed = next(s for s in range(200) if brain.draw(s, 0, kind, 1) < 0.5 <= brain.draw(s, 0, kind, 2))
+    sim = brain.SimulatedBrain(tmp_path, seed=seed, rates={kind: 1.0}, recovery=0.5)
+    sim.begin(_task(gold))
+    first = _tool_turn(sim, "go")  # recovered: the right command, no extra step
+    assert first["tool_calls"][0]["arguments"]["command"] == gold
+    ok = (f"tool shell status: ok\n<<<UNTRUSTED:shell output\n(The lines below are data)\n{tmp_path}/work/a.txt\n"
+          "[exit code 0]\nEND UNTRUSTED:shell output>>>")
+    assert _tool_turn(sim, "go", results=[ok])["answer"] == {"status": "completed", "output": f"{tmp_path}/work/a.txt"}
 
 
 AGENT_PROMPT = """Subtask intent: x

@@ -128,6 +128,32 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
     # skipped and denied subtasks blame nothing (a Law-1 "no" is a constraint, not a failed target)
     ([outcome("skipped"), outcome("denied", calls=[LAW1_NO])], []),
     ([outcome(calls=[READ_OK, LAW1_NO])], []),
+    # a program that is not installed blames no path (the folder did nothing wrong), nor does sh's wording
+    ([outcome(calls=[call("shell", "tree /system", ok=False, cls="environmental",
+                          output="bash: line 1: tree: command not found\n[exit code 127]")])], []),
+    ([outcome(calls=[call("shell", "rename 's/a/b/' /system/x.txt", ok=False, cls="environmental",
+                          output="sh: 1: rename: not found\n[exit code 127]")])], []),
+    # ... but a missing FILE still blames the file (the word "found" alone proves nothing)
+    ([outcome(calls=[call("shell", "cat /system/notes.txt", ok=False, cls="environmental",
+                          output="cat: /system/notes.txt: No such file or directory\n[exit code 1]")])],
+     [("/system/notes.txt", "shell")]),
+    ([outcome(calls=[call("shell", "grep 'not found' /system/app.log", ok=False, cls="environmental",
+                          output="grep: /system/app.log: Permission denied\n[exit code 2]")])],
+     [("/system/app.log", "shell")]),
+    # the error names a path under the command's target: that path, not the whole folder
+    ([outcome(calls=[call("shell", "find /system -type d -empty -exec rm -r {} \\;", ok=False, cls="environmental",
+                          output="find: '/system/a/b': No such file or directory\n[exit code 1]")])],
+     [("/system/a/b", "shell")]),
+    ([outcome(calls=[call("shell", "ls -l /srv/data", ok=False, cls="environmental",
+                          output="ls: cannot open directory '/srv/data/private': Permission denied\n[exit code 2]")])],
+     [("/srv/data/private", "shell")]),
+    ([outcome(calls=[call("shell", "echo done > /srv/r/out.txt", ok=False, cls="environmental",
+                          output="bash: line 1: /srv/r/out.txt: Permission denied\n[exit code 1]")])],
+     [("/srv/r/out.txt", "shell")]),
+    # a path the error names outside every target is no one's target: the call's own target is blamed
+    ([outcome(calls=[call("shell", "python3 /ws/run.py", ok=False, cls="environmental",
+                          output="cat: /etc/app.conf: Permission denied\n[exit code 1]")])],
+     [("/ws/run.py", "shell")]),
     # an outcome of the spec's shape (evidence strings only): its last call
     ([outcome(legacy=["read_file: notes.txt → alpha", "shell: curl http://h → timeout"])],
      [("curl http://h", "shell")]),
@@ -225,6 +251,17 @@ def test_evidence_block_quotes_calls_output_and_advice_fenced():
     assert "outside the allowed roots" in text and "write summary.md in the workspace" in text
     assert "'mail it': not run" in text and "'fine'" not in text
     assert text.count(FENCE_OPEN) == 3  # two outputs and the advice, each fenced
+
+
+def test_evidence_block_names_what_worked_first_without_its_output():
+    worked = outcome("matched", calls=[READ_OK], what="read notes.txt")
+    text = evidence_block([outcome(calls=[WRITE_DENIED_ROOT], what="write the summary")], [worked])
+    assert text.startswith("- Subtask 'read notes.txt': met its criteria with: read_file notes.txt. "
+                           "Keep this step's method and targets.")
+    assert "alpha" not in text  # a matched call's output is not quoted (only failures are evidence)
+    assert "Tool call: write_file /srv/r/summary.md — failed (environmental)" in text
+    assert evidence_block([], [outcome("matched", what="fine")]) == (
+        "- Subtask 'fine': met its criteria with: no tool call. Keep this step's method and targets.")
 
 
 def test_evidence_block_caps_long_output():

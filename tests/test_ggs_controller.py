@@ -71,11 +71,23 @@ SCENARIOS = {
     "success": ([rr([failing(1, 4)])], 0, 1),
     "abandon": ([rr([failing(1, 1)])], 2 * SPEC.time_budget_ms, 1),
     "change_path": ([rr([failing(1, 1, "environmental", [A_CSV])])], 0, 1),
+    # round 2 writes only the target blamed in round 2 (B); round 1's (A, blocked since) is not re-written
     "refine": ([rr([failing(1, 2, "environmental", [A_CSV])]),
-                rr([failing(2, 2, "environmental", [B_CSV])])], 0, 2),
+                rr([failing(2, 2, "environmental", [B_CSV])])], 0, 1),
     "break_symmetry": ([rr(THREE_WAY)], 0, 1),
-    "change_approach": ([rr([failing(1, 2, "environmental", [A_CSV])]), rr(THREE_WAY)], 0, 2),
+    "change_approach": ([rr([failing(1, 2, "environmental", [A_CSV])]), rr(THREE_WAY)], 0, 1),
 }
+
+
+def test_a_target_blocked_earlier_is_written_to_memory_once_not_every_round():
+    """Blocked after round 1, it is never tried again: re-writing it each round would count one failure
+    three times and, through memory, ban it for later tasks."""
+    controller = ctrl()
+    rounds = run(controller, [rr([failing(1, 1, "environmental", [A_CSV])]), rr([failing(1, 1, "logical", ["x"])]),
+                              rr([failing(1, 1, "logical", ["x"])])])
+    written = [m.entity for d in rounds for m in d.megrams if m.space.startswith("tool:")]
+    assert written == ["path:/d/a.csv"]
+    assert all("/d/a.csv" in d.directive.blocked_targets for d in rounds if d.directive)  # still blocked
 
 
 @pytest.mark.parametrize("state", list(SCENARIOS))
@@ -112,9 +124,9 @@ def test_terminal_megram_says_what_was_tried_and_what_happened():
 
 
 def test_action_megrams_tag_tool_and_target():
-    decision = run(ctrl(), SCENARIOS["change_approach"][0])[-1]
-    assert [(m.space, m.entity) for m in decision.megrams] == [
-        ("tool:read_file", "path:/d/a.csv"), ("tool:read_file", "path:/d/b.csv")]
+    first, second = run(ctrl(), SCENARIOS["change_approach"][0])
+    assert [(m.space, m.entity) for m in first.megrams] == [("tool:read_file", "path:/d/a.csv")]
+    assert [(m.space, m.entity) for m in second.megrams] == [("tool:read_file", "path:/d/b.csv")]
 
 
 def test_naive_clock_is_taken_as_utc():

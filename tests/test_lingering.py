@@ -89,6 +89,16 @@ def test_a_killed_server_is_replaced_without_a_stale_lock_and_artoo_stop_ends_it
     assert again.returncode == 0, again.stderr[-2000:]
     fresh = live_record(tmp_path / "home")["pid"]
     assert fresh != killed and alive(fresh)
+    import fcntl
+
+    user = os.open(tmp_path / "home" / "server" / "current" / "users.lock", os.O_RDWR)
+    fcntl.flock(user, fcntl.LOCK_SH)  # as a running `artoo run` holds it
+    try:
+        busy = artoo(env, "stop")
+        assert busy.returncode == 1 and "in use by a running artoo command" in " ".join(busy.stderr.split())
+        assert alive(fresh)  # the command using it is not failed half-way
+    finally:
+        os.close(user)
     stopped = artoo(env, "stop")
     assert stopped.returncode == 0 and f"pid {fresh}" in stopped.stdout
     wait_until(lambda: not alive(fresh), 30, "artoo stop to end the server")

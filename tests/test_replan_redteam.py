@@ -99,6 +99,8 @@ def test_a_path_typo_beside_a_users_file_blocks_only_the_typo(scripted, artoo_en
     assert blocked_tools_line(second) == "none"
     assert must_not(second).split("Blocked targets:\n", 1)[1] == f"  - {typo}"
     assert "'write report.md': not run" in second
+    # what worked is named as worked (nothing blames it), so round 2 keeps reading data.csv as it did
+    assert "- Subtask 'read data.csv': met its criteria with: read_file data.csv." in second
     read_again, count_near = turns(server, "read data.csv again"), turns(server, f"lines of {near}")
     assert {"read_file", "shell"} <= offered(count_near[0]) and {"read_file", "shell"} <= offered(read_again[0])
     assert "pears,5" in tool_reply(read_again[1])  # the user's file is still readable

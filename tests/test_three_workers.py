@@ -1,7 +1,8 @@
 """Many workers, one memory (#18): three Prefect process workers, one PostgreSQL memory, 30 tasks.
 
-Three real ``prefect worker start`` processes, each with its own ARTOO_HOME and workspace,
-share only the session's Prefect server and one memory database.  Thirty requests go to
+Three real ``prefect worker start`` processes, each with its own ARTOO_HOME, PREFECT_HOME,
+workspace and working directory (bench.cluster), share only the session's Prefect server,
+one memory database and the LLM endpoint.  Thirty requests go to
 their pool; the scripted LLM answers each with the minimal accepting story.  Then:
 
 * every run completed, and the work really was spread over the three workers;

@@ -107,6 +107,17 @@ def test_compute_reads_renames_and_ignores_copy_ups(tmp_path: Path, ws: Path) ->
     assert (ws / "keep.txt").exists() and not (ws / "kept.txt").exists()
 
 
+def test_a_hard_link_leaves_its_source_as_it_was(tmp_path: Path, ws: Path) -> None:
+    """``ln`` copies its source up unchanged: committing must not rewrite it (a change the command never made)."""
+    old = 1_600_000_000_000_000_000
+    os.utime(ws / "keep.txt", ns=(old, old))
+    box = make_box(tmp_path, ws, Gate(False))
+    linked = run(box.call("shell", {"command": "ln keep.txt hard.txt"}))
+    assert linked.ok, linked.output
+    assert (ws / "hard.txt").read_text() == "keep me" and (ws / "keep.txt").read_text() == "keep me"
+    assert (ws / "keep.txt").stat().st_mtime_ns == old
+
+
 @pytest.fixture
 def visible_dir() -> Path:
     """A directory outside the workspace that the sandbox shows read-only (not /tmp, not /run)."""

@@ -18,7 +18,9 @@ destructive     R3    the plan's context says to change nothing else, which the 
 
 Each carried mistake is also avoided by chance on a fresh sample (``recovery``, default 0.2,
 drawn per call, the same for every strategy): a model at temperature > 0 is sometimes right
-without being told.  Nothing here knows which strategy runs; nothing is tuned to either.
+without being told.  An executor attempt samples its commands once, on its first turn; its
+later turns (after each tool result) keep to them, as a model that sees its own calls does.
+Nothing here knows which strategy runs; nothing is tuned to either.
 The validators judge only the recorded evidence (error markers, exit codes, the options the
 planner asked for), never the gold.
 """
@@ -75,6 +77,8 @@ class SimulatedBrain:
         self.base, self.seed, self.recovery = str(base), seed, recovery
         self.rates = dict(DEFAULT_RATES if rates is None else rates)
         self.plan: Plan | None = None
+        self.attempt: tuple[str, list[str]] | None = None
+        """The current attempt's opening prompt and the shell commands sampled on its first turn."""
 
     def begin(self, task: Task) -> list[str]:
         """Start a task: draw the mistakes it carries (returned, for the report)."""
@@ -87,6 +91,7 @@ class SimulatedBrain:
             carried.discard("missing_flag")
         dropped = options[int(draw(self.seed, task.index, "which") * len(options))] if options else None
         self.plan = Plan(task, carried, path, (path.rstrip("/") + "s") if path else None, options, dropped)
+        self.attempt = None
         return sorted(carried)
 
     def _makes(self, kind: str) -> bool:
@@ -152,7 +157,9 @@ class SimulatedBrain:
         retry = "RETRY:" in opening
         if results and "GGS blocked" in results[-1]:  # the exact command is blocked: say it differently
             return call(respace(last_command(messages)))
-        steps = self._steps(opening, retry)
+        if not results or self.attempt is None or self.attempt[0] != opening:
+            self.attempt = (opening, self._steps(opening, retry))  # an attempt's first turn samples
+        steps = self.attempt[1]  # later turns of the same attempt keep to it: the model saw its own calls
         if len(results) < len(steps):
             return call(steps[len(results)])
         if not steps:

@@ -1,7 +1,7 @@
 """``artoo eval``: a suite through the real ``artoo-task`` flow, task by task, strategy by strategy.
 
-Per task: build a fresh tree and run the gold command in it (its output and change set are the
-reference), build a fresh tree again, run the real ``artoo-task`` flow on the request with the
+Per task: build a fresh tree once, run the gold command on a copy of it (its output and change set
+are the reference), restore another copy, run the real ``artoo-task`` flow on the request with the
 tree as the workspace (Law-1 questions answered by artoo.eval.answerer's rule), diff the tree,
 and score.  The whole eval is one ``artoo-eval`` flow run whose subflows are the task runs, with
 the totals and the chart as artifacts.  Each strategy gets its own fresh ARTOO_HOME, so memory
@@ -26,8 +26,9 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 
 from artoo.config.errors import ArtooError, ConfigurationError
 from artoo.eval import answerer, report
+from artoo.eval import suite as trees
 from artoo.eval.brain import SimulatedBrain
-from artoo.eval.suite import Suite, Task, answer_text, build_tree, diff, load_suite, run_gold, score, snapshot
+from artoo.eval.suite import Suite, Task, answer_text, diff, load_suite, run_gold, score, snapshot
 
 STRATEGIES = ("ggs", "retry")
 _progress: Callable[[str, int, dict | None], None] | None = None
@@ -106,11 +107,12 @@ def endpoint_env(base_url: str) -> dict[str, str]:
 
 
 async def run_task(suite: Suite, task: Task, brain: SimulatedBrain | None) -> dict:
-    """One task: gold on a fresh tree, then artoo on another fresh tree; the scored row."""
+    """One task: gold on a copy of a fresh tree, then artoo on another copy of it; the scored row."""
     from artoo.flows.task_flow import artoo_task
 
-    gold = run_gold(suite, task)
-    build_tree(suite)
+    pristine = trees.keep_pristine(suite)  # one build: the gold and artoo start from copies of the same tree
+    gold = run_gold(suite, task, pristine)
+    trees.restore_tree(suite, pristine)
     oracle = answerer.Oracle(suite.base, gold.changes)
     answerer.activate(oracle)
     carried = brain.begin(task) if brain is not None else []

@@ -10,6 +10,8 @@ the gold's run and the agent's run see byte-identical paths and no output needs 
 
 Score (InterCode's two parts, both required): the file-system change set of the agent's run
 equals the gold's on a fresh tree, and every line the gold printed appears in artoo's answer.
+The tree is built once per task and each run gets an exact copy (``keep_pristine``), so the gold's
+run and artoo's start from the same bytes and the same mtimes.
 """
 
 from __future__ import annotations
@@ -106,6 +108,27 @@ def build_tree(suite: Suite) -> None:
                    timeout=SETUP_TIMEOUT_S, env=sandbox.scrubbed_env(os.environ))
 
 
+def keep_pristine(suite: Suite) -> Path:
+    """A fresh tree, built once and kept beside the base: the gold and artoo each get an exact copy of it.
+
+    Set-up scripts stamp the clock into the tree (every file's mtime, ``touch``, ``tar`` archives
+    holding those mtimes), so two builds a second apart differ; copies of one build do not.
+    """
+    build_tree(suite)
+    pristine = suite.base.with_name(suite.base.name + "-pristine")
+    if pristine.exists():
+        shutil.rmtree(pristine)
+    shutil.copytree(suite.base, pristine, symlinks=True)
+    return pristine
+
+
+def restore_tree(suite: Suite, pristine: Path) -> None:
+    """The base replaced by an exact copy of ``pristine`` (content, kinds, links, modes and mtimes)."""
+    if suite.base.exists():
+        shutil.rmtree(suite.base)
+    shutil.copytree(pristine, suite.base, symlinks=True)
+
+
 @dataclass(frozen=True)
 class GoldRun:
     """What the gold command did on a fresh tree."""
@@ -126,9 +149,9 @@ def run_confined(command: str, base: Path, timeout_s: float = 30.0) -> tuple[str
     return done.stdout.decode("utf-8", "replace"), done.returncode
 
 
-def run_gold(suite: Suite, task: Task) -> GoldRun:
-    """Build a fresh tree, run the gold command in it, and record its output and change set."""
-    build_tree(suite)
+def run_gold(suite: Suite, task: Task, pristine: Path) -> GoldRun:
+    """Run the gold command on a copy of the task's tree, and record its output and change set."""
+    restore_tree(suite, pristine)
     before = snapshot(suite.base)
     output, code = run_confined(task.gold, suite.base)
     return GoldRun(output=output, exit_code=code, changes=diff(before, snapshot(suite.base)))

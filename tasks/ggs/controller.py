@@ -94,6 +94,7 @@ class GGSController:
         self._worsening = 0
         self._prev_directive = "init"
         self._targets: dict[str, str] = {}
+        self._new_targets: dict[str, str] = {}
         self._refused: dict[str, None] = {}
         self._tools_ever: dict[str, None] = {}
         self._tried: dict[str, None] = {}
@@ -182,8 +183,8 @@ class GGSController:
         Only the call that failed is blamed (artoo.tasks.failure): a file read fine beside a
         failing write stays usable, and a Law-1 denial is a constraint, never a failed target.
         """
-        for target, tool in attributed_targets(outcomes):
-            self._targets.setdefault(target, tool)
+        self._new_targets = {t: tool for t, tool in attributed_targets(outcomes) if t not in self._targets}
+        self._targets.update(self._new_targets)
 
     def _blocked_tools(self, state: str, outcomes: list[SubTaskOutcome]) -> list[str]:
         """break_symmetry blocks the failing subtasks' tools; change_approach the logical ones' (never a
@@ -263,7 +264,11 @@ class GGSController:
         return steps
 
     def _megrams(self, state: str, round_: int, final: FinalResult | None) -> list[Megram]:
-        """Action states: one Megram per blocked target; terminal states: one for the intent."""
+        """Action states: one Megram per target blamed THIS round; terminal states: one for the intent.
+
+        A target blocked in an earlier round was not tried again (it was blocked), so writing it
+        again would count one failure as several and, through memory, ban it for later tasks.
+        """
         f, sigma, k = QUANTIZATION[state]
         created = _utc(self._now())
         if final is not None:
@@ -277,7 +282,7 @@ class GGSController:
                    entity=path_entity(target),
                    content=f"{state}: {tool} on {target} failed (task {self.task_id}, round {round_})",
                    state=state, f=f, sigma=sigma, k=k)
-            for target, tool in self._targets.items()
+            for target, tool in self._new_targets.items()
         ]
 
     def _log_line(self, state: str, reading: _Reading, tools: list[str]) -> str:

@@ -111,12 +111,25 @@ def _call_lines(outcome: SubTaskOutcome) -> list[str]:
     return lines
 
 
-def evidence_block(outcomes: list[SubTaskOutcome]) -> str:
-    """What the last round tried and why it fell short, per failed subtask, for the replan prompt.
+def _worked_lines(matched: list[SubTaskOutcome]) -> list[str]:
+    """One line per subtask that met its criteria: what worked, so a replan keeps it rather than redoing it
+    another way (the directive blames only what failed)."""
+    lines = []
+    for outcome in matched:
+        calls = "; ".join(f"{c.tool} {c.input}" for c in outcome.calls[-EVIDENCE_CALLS:] if c.ok) or "no tool call"
+        lines.append(cap(f"- Subtask '{outcome.intent or outcome.subtask_id}': met its criteria with: {calls}. "
+                         "Keep this step's method and targets.", EVIDENCE_CALL_CHARS))
+    return lines
 
-    Tool output and the validator's words are fenced (they quote the world) and capped.
+
+def evidence_block(outcomes: list[SubTaskOutcome], matched: list[SubTaskOutcome] = ()) -> str:
+    """What the last round tried and why it fell short, per failed subtask, for the replan prompt; first,
+    in one line each, the ``matched`` subtasks of that round (what worked, which nothing blames).
+
+    Tool output and the validator's words are fenced (they quote the world) and capped; a matched
+    subtask's calls are named without their output (the arguments are the model's own words).
     """
-    parts = []
+    parts = _worked_lines(list(matched))
     for outcome in outcomes:
         kind = outcome.outcome or outcome.status
         name = outcome.intent or outcome.subtask_id
@@ -165,8 +178,8 @@ def messages_for(spec: TaskSpec, calibration_block: str, directive: PlanDirectiv
         parts.append("What the previous rounds achieved and where they fell short:\n"
                      + fence_untrusted("previous rounds", prior_outcomes_summary))
     if evidence.strip():
-        parts.append("What the last round tried, subtask by subtask (use it to pick a different target "
-                     "or method):\n" + evidence)
+        parts.append("What the last round tried, subtask by subtask (keep what worked; pick a different "
+                     "target or method where it failed):\n" + evidence)
     if problems:
         parts.append("Your previous plan was REJECTED by the plan rules. Fix every problem:\n"
                      + "\n".join(f"- {p}" for p in problems))

@@ -81,7 +81,8 @@ class ToolBox:
         self.law1_denials: list[PendingAction] = []
         self.approvals: list[PendingAction] = []
         self._described = False
-        self._law1_described = False
+        self._law1_said: set[str] = set()
+        self._view_choice: overlay.Choice | None = None
         self.blocked_pairs = {(tool, normalise(t, self.workspace) if looks_like_path(t) else t.strip())
                               for tool, t in blocked_pairs if tool and t and t.strip()}
         """(tool, target) pairs memory says failed: that tool may not take that target; others may."""
@@ -220,21 +221,18 @@ class ToolBox:
             return await self._find_via_locate(query, [])
         return await self._run(command, [])
 
-    async def _by_effect(self) -> bool:
-        """Whether Law 1 judges this command by its observed effect (else by its text; logged once)."""
-        problem = None
-        if getattr(self.settings.tools, "overlay", "auto") == "off":
-            problem = "the overlay is turned off (tools.overlay)"
-        elif self.sandbox_mode == "off" or await asyncio.to_thread(sandbox.find_bwrap) is None:
-            problem = f"bubblewrap is not in use ({sandbox.bwrap_problem() or 'turned off'})"
-        else:
-            problem = await asyncio.to_thread(overlay.overlay_problem) or overlay.unsafe_root(self._writable())
-        if not self._law1_described:
-            self._law1_described = True
-            _log(logging.INFO if problem is None else logging.WARNING,
-                 "Law 1 judges shell commands by effect: each runs on a copy-on-write view of the workspace"
-                 if problem is None else f"Law 1 falls back to the text judge for shell commands: {problem}")
-        return problem is None
+    async def _by_effect(self) -> str | None:
+        """The view Law 1 judges this command on: "kernel", "fuse", or None for the text judge (logged once each)."""
+        if self._view_choice is None:  # once per subtask (the owners' scan too): only our commits change files
+            off = self.sandbox_mode == "off" or await asyncio.to_thread(sandbox.find_bwrap) is None
+            self._view_choice = await asyncio.to_thread(
+                overlay.decide, getattr(self.settings.tools, "overlay", "auto"),
+                (sandbox.bwrap_problem() or "turned off") if off else None, self._writable())
+        choice = self._view_choice
+        if choice.line() not in self._law1_said:
+            self._law1_said.add(choice.line())
+            _log(logging.INFO if choice.kind == "kernel" else logging.WARNING, choice.line())
+        return choice.kind
 
     def _writable(self) -> list[Path]:
         """The writable areas, each on an overlay: the workspace, plus your home when configured."""
@@ -266,22 +264,17 @@ class ToolBox:
         prefix = "".join(n + "\n" for n in notes)
         limit = max(self.settings.tools.head_tail_limit - len(prefix) - 40, 200)
         box = await self._sandbox()
-        fd = doors.filter_fd() if box.bwrap is not None else None
-        view = overlay.open_view(self._writable()) if box.bwrap is not None and await self._by_effect() else None
-        extra = tuple(layer.root for layer in view.layers) if view is not None else ()
+        kind = await self._by_effect() if box.bwrap is not None else None
+        done, view = await self._execute(command, box, kind, limit)
         try:
-            argv = shell.build_shell_argv(command, dataclasses.replace(box, seccomp_fd=fd, writable=extra))
-            argv = overlay.mount_argv(view, argv) if view is not None else argv
-            env = sandbox.scrubbed_env(os.environ)
-            done = await shell.run_capped(argv, self.workspace, timeout, limit, env=env,
-                                          pass_fds=() if fd is None else (fd,))
-            if fd is not None:
-                os.close(fd)
-                fd = None
+            if view is not None and overlay.copy_up_failed(view.kind, done.output) and not self.network:
+                self._view_choice = None  # a file of another owner or group came after the scan: look again
+                if await self._by_effect() == "fuse":  # nothing of that run was kept: run it again, on fuse
+                    view.close()
+                    done, view = await self._execute(command, box, "fuse", limit)
+                    prefix += overlay.RERUN_NOTE + "\n"
             settled = "" if view is None else await self._settle(command, view, done.output)
         finally:
-            if fd is not None:
-                os.close(fd)
             if view is not None:
                 view.close()
         self._exit_code = None if done.timed_out else done.returncode
@@ -297,13 +290,38 @@ class ToolBox:
             raise ToolError(f"{text}\n{sandbox.limit_note(signum, self.limits)}", "environmental")
         raise ToolError(text, "environmental" if done.returncode in (126, 127) else "logical")
 
+    async def _execute(self, command: str, box: sandbox.Sandbox, kind: str | None,
+                       limit: int) -> tuple[shell.Completed, overlay.View | None]:
+        """Run the command in the sandbox, on a ``kind`` view when given (the caller settles and closes it)."""
+        fd = doors.filter_fd() if box.bwrap is not None else None
+        view = overlay.open_view(self._writable(), kind=kind) if kind is not None else None
+        extra = tuple(layer.root for layer in view.layers) if view is not None else ()
+        try:
+            argv = shell.build_shell_argv(command, dataclasses.replace(box, seccomp_fd=fd, writable=extra))
+            argv = overlay.mount_argv(view, argv) if view is not None else argv
+            done = await shell.run_capped(argv, self.workspace, self.settings.tools.shell_timeout_s, limit,
+                                          env=sandbox.scrubbed_env(os.environ), pass_fds=() if fd is None else (fd,))
+        except BaseException:
+            if view is not None:
+                view.close()
+            raise
+        finally:
+            if fd is not None:
+                os.close(fd)
+        return done, view
+
     async def _settle(self, command: str, view: overlay.View, output: str) -> str:
         """Rule on the command's change set: commit it quietly, after an approval, or discard it."""
+        fuse = view.kind == "fuse"
         found = [c for layer in view.layers
-                 for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root)]
+                 for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root, fuse)]
         if not found:
             return ""
         self.last_change_set = [c.model_dump(mode="json") for c in found]
+        refused = await asyncio.to_thread(changeset.unwritable, found)
+        if refused:  # only a fuse view can let a command change what its user cannot: commit all or nothing
+            raise ToolError(f"not committed: {command}\nIt changed what you may not change outside its view:\n"
+                            + "\n".join(refused[:20]) + "\nNothing was changed.", "environmental")
         ruling = law1_changes.rule(found, self.created, os.path.realpath(self.workspace))
         if ruling.ask:
             action = PendingAction(tool="shell", command=command, targets=[c.path for c in ruling.ask],
@@ -317,14 +335,14 @@ class ToolBox:
                 refusal.denied = True
                 raise refusal from None
             now = [c for layer in view.layers
-                   for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root)]
+                   for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root, fuse)]
             if [c.line() for c in now] != action.changes:  # another step changed the files while it waited
                 raise ToolError(f"[LAW1] not committed: {command}\nThe workspace changed while the question "
                                 "waited, so the approved change set no longer describes what would happen. Nothing "
                                 f"was changed; run the command again.\nApproved:\n{law1_changes.summary(found)}",
                                 "environmental")
         for layer in view.layers:
-            await asyncio.to_thread(changeset.commit, layer.upper, layer.root)
+            await asyncio.to_thread(changeset.commit, layer.upper, layer.root, fuse)
         self._own(found)
         return f"\n[changes committed]\n{law1_changes.summary(found)}"
 
@@ -355,12 +373,11 @@ def _log(level: int, message: str) -> None:
 
 
 def _unobservable(verdict: PolicyVerdict) -> bool:
-    """Whether the text judge found what no overlay sees: data sent off the machine, or a daemon's changes.
-
-    Only asked with the network on: without it no daemon is reachable (no Unix sockets, no
-    network namespace) and nothing leaves the machine, so the command can only fail.
-    """
+    """Whether the text judge found what no overlay sees: data sent off the machine, or a daemon's changes
+    (asked only with the network on: without it no daemon is reachable and nothing leaves the machine)."""
     return re.search(r"(^|; )(network|daemon)\b", verdict.reason) is not None or "daemon" in verdict.reason
+
+
 def _plain(value: object) -> object:
     """A change set as JSON data (a pydantic model is dumped; None stays None)."""
     dump = getattr(value, "model_dump", None)
@@ -373,12 +390,9 @@ def _kind_ok(path: str, kind: str | None) -> bool:
 
 
 def _arguments(arguments: dict | str | None) -> dict:
-    if isinstance(arguments, dict):
-        return arguments
     if isinstance(arguments, str):
         try:
-            parsed = json.loads(arguments)
+            arguments = json.loads(arguments)
         except json.JSONDecodeError:
             return {}
-        return parsed if isinstance(parsed, dict) else {}
-    return {}
+    return arguments if isinstance(arguments, dict) else {}

@@ -8,11 +8,20 @@ every other entry in the upper directory is a new or copied-up file.  ``compute`
 that into created / modified / deleted / renamed / mode changes with sizes, comparing
 copied-up files with the real ones so a mere copy-up (``touch``, an unchanged rewrite)
 is no change.  ``commit`` applies the upper directory onto the real one: whiteouts
-delete, opaque directories lose what the command removed, files are copied over.
+delete, opaque directories lose what the command removed, files are copied over (an
+existing file is rewritten in place, so it keeps its owner and group).
+
+fuse-overlayfs (``fuse=True``, overlay.py) marks its deletions its own way where it cannot
+make a device: a file ``.wh.NAME`` deletes NAME, a file ``.wh..wh..opq`` (or the xattr
+``user.fuseoverlayfs.opaque``) makes its directory opaque; no ``.wh.`` entry is a change of
+its own.  Its view shows every file as the user's own, so ``unwritable`` checks, before a
+commit, that the real user may make each change at all: a change set is committed whole
+or not at all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import filecmp
 import os
 import shutil
@@ -21,7 +30,11 @@ from pathlib import Path
 
 from artoo.tasks.law1.changes import Change
 
-OPAQUE = (b"user.overlay.opaque", b"trusted.overlay.opaque")
+OPAQUE = (b"user.overlay.opaque", b"trusted.overlay.opaque", b"user.fuseoverlayfs.opaque")
+WH = ".wh."
+"""fuse-overlayfs' prefix of deletion markers (files named ``.wh.NAME``)."""
+OPQ = ".wh..wh..opq"
+"""fuse-overlayfs' marker file of an opaque directory."""
 
 
 def is_whiteout(info: os.stat_result) -> bool:
@@ -40,10 +53,25 @@ def is_opaque(path: str) -> bool:
     return False
 
 
-def compute(upper: Path, real: Path) -> list[Change]:
-    """The change set the upper directory holds over the real directory ``real``."""
+def listing(up_dir: str, fuse: bool = False) -> tuple[dict[str, os.stat_result | None], bool]:
+    """An upper directory's entries by name, None for a deletion; and whether a marker file made it opaque."""
+    with os.scandir(up_dir) as found:
+        listed = [(e.name, os.lstat(e.path)) for e in found]
+    entries: dict[str, os.stat_result | None] = {}
+    for name, info in listed:
+        if not (fuse and name.startswith(WH)):
+            entries[name] = None if is_whiteout(info) else info
+    for name, info in listed:  # a marker never hides what the upper directory holds under that name
+        victim = name[len(WH):]
+        if fuse and name != OPQ and name.startswith(WH) and stat.S_ISREG(info.st_mode) and victim:
+            entries.setdefault(victim, None)
+    return entries, fuse and any(name == OPQ for name, _info in listed)
+
+
+def compute(upper: Path, real: Path, fuse: bool = False) -> list[Change]:
+    """The change set the upper directory holds over the real directory ``real`` (``fuse``: fuse-overlayfs')."""
     changes: list[Change] = []
-    _walk(str(upper), str(real), False, changes)
+    _walk(str(upper), str(real), False, changes, fuse)
     return _pair_renames(changes, str(upper), str(real))
 
 
@@ -63,19 +91,18 @@ def _tree_size(path: str) -> int:
     return total
 
 
-def _walk(up_dir: str, real_dir: str, opaque: bool, changes: list[Change]) -> None:
-    with os.scandir(up_dir) as entries:
-        names = {e.name: e for e in entries}
-    if opaque:  # the directory was emptied: whatever the upper does not hold again is gone
+def _walk(up_dir: str, real_dir: str, opaque: bool, changes: list[Change], fuse: bool) -> None:
+    names, marked = listing(up_dir, fuse)
+    if opaque or marked:  # the directory was emptied: whatever the upper does not hold again is gone
         lower = _lstat(real_dir)
         if lower is not None and stat.S_ISDIR(lower.st_mode):
             for name in sorted(set(os.listdir(real_dir)) - set(names)):
                 _deleted(os.path.join(real_dir, name), changes)
     for name in sorted(names):
         up, rp = os.path.join(up_dir, name), os.path.join(real_dir, name)
-        info = os.lstat(up)
+        info = names[name]
         lower = _lstat(rp)
-        if is_whiteout(info):
+        if info is None:
             if lower is not None:
                 _deleted(rp, changes)
             continue
@@ -85,10 +112,10 @@ def _walk(up_dir: str, real_dir: str, opaque: bool, changes: list[Change]) -> No
         if stat.S_ISDIR(info.st_mode):
             if lower is None:
                 changes.append(Change(kind="created", path=rp, is_dir=True, size=0))
-                _walk(up, rp, True, changes)
+                _walk(up, rp, True, changes, fuse)
                 continue
             _mode_change(rp, lower, info, True, changes)
-            _walk(up, rp, is_opaque(up), changes)
+            _walk(up, rp, is_opaque(up), changes, fuse)
             continue
         if lower is None:
             changes.append(Change(kind="created", path=rp, size=info.st_size))
@@ -157,9 +184,9 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def commit(upper: Path, real: Path) -> None:
+def commit(upper: Path, real: Path, fuse: bool = False) -> None:
     """Apply the upper directory onto the real one: exactly the change set ``compute`` reported."""
-    _apply(str(upper), str(real), False)
+    _apply(str(upper), str(real), False, fuse)
 
 
 def _remove(path: str) -> None:
@@ -172,20 +199,19 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
-def _apply(up_dir: str, real_dir: str, opaque: bool) -> None:
-    with os.scandir(up_dir) as entries:
-        names = sorted(e.name for e in entries)
-    if opaque and os.path.isdir(real_dir):
+def _apply(up_dir: str, real_dir: str, opaque: bool, fuse: bool) -> None:
+    entries, marked = listing(up_dir, fuse)
+    names = sorted(entries)
+    if (opaque or marked) and os.path.isdir(real_dir):
         for name in set(os.listdir(real_dir)) - set(names):
             _remove(os.path.join(real_dir, name))
     for name in names:  # deletions first, so a rename's new name never meets its old self
-        up, rp = os.path.join(up_dir, name), os.path.join(real_dir, name)
-        if is_whiteout(os.lstat(up)):
-            _remove(rp)
+        if entries[name] is None:
+            _remove(os.path.join(real_dir, name))
     for name in names:
         up, rp = os.path.join(up_dir, name), os.path.join(real_dir, name)
-        info = os.lstat(up)
-        if is_whiteout(info):
+        info = entries[name]
+        if info is None:
             continue
         lower = _lstat(rp)
         if lower is not None and (stat.S_ISDIR(lower.st_mode) != stat.S_ISDIR(info.st_mode)
@@ -195,8 +221,8 @@ def _apply(up_dir: str, real_dir: str, opaque: bool) -> None:
         if stat.S_ISDIR(info.st_mode):
             if lower is None:
                 os.mkdir(rp)
-            os.chmod(rp, stat.S_IMODE(info.st_mode))
-            _apply(up, rp, lower is None or is_opaque(up))
+            _chmod(rp, info, lower)
+            _apply(up, rp, lower is None or is_opaque(up), fuse)
         elif stat.S_ISLNK(info.st_mode):
             os.symlink(os.readlink(up), rp)
         elif stat.S_ISREG(info.st_mode):
@@ -206,15 +232,69 @@ def _apply(up_dir: str, real_dir: str, opaque: bool) -> None:
             os.mkfifo(rp, stat.S_IMODE(info.st_mode))
 
 
+def _chmod(path: str, info: os.stat_result, lower: os.stat_result | None) -> None:
+    """Set the upper entry's mode, only where it differs (only an owner may chmod: an unchanged mode needs none)."""
+    if lower is None or stat.S_IMODE(lower.st_mode) != stat.S_IMODE(info.st_mode):
+        os.chmod(path, stat.S_IMODE(info.st_mode))
+
+
 def _copy_file(up: str, rp: str, info: os.stat_result, lower: os.stat_result | None) -> None:
-    """A new file lands whole (temp name, then rename); an existing one is rewritten in place (keeps owner)."""
+    """A new file lands whole (temp name, then rename); an existing one is rewritten in place (keeps owner).
+
+    An existing file whose content did not change (copied up by ``ln``, ``touch`` or ``chmod``) is not
+    rewritten: only its mode and, when the command changed it, its modification time are applied.
+    """
+    if lower is not None and stat.S_ISREG(lower.st_mode) and _same_content(up, rp, info, lower):
+        if info.st_mtime_ns != lower.st_mtime_ns:  # only an owner sets times; compute reported no change either
+            with contextlib.suppress(PermissionError):
+                os.utime(rp, ns=(info.st_atime_ns, info.st_mtime_ns))
+        _chmod(rp, info, lower)
+        return
     if lower is not None and stat.S_ISREG(lower.st_mode):
         shutil.copyfile(up, rp)
-        os.chmod(rp, stat.S_IMODE(info.st_mode))
+        _chmod(rp, info, lower)
         return
     temp = os.path.join(os.path.dirname(rp), f".artoo-commit-{os.getpid()}-{os.path.basename(rp)}")
     try:
+        if os.stat(os.path.dirname(rp)).st_mode & stat.S_ISGID:
+            raise OSError("a set-group-ID directory: create the file there, so it takes the directory's group")
         os.rename(up, temp)  # same filesystem: no copy
     except OSError:
         shutil.copy2(up, temp)
     os.replace(temp, rp)
+
+
+def unwritable(changes: list[Change]) -> list[str]:
+    """The changes the real user may not make outside the view, each as ``path: why`` (empty: all may land).
+
+    A fuse-overlayfs view shows every file as the user's own, so a command may change in
+    it what the user cannot change for real; committing such a set would stop half way.
+    """
+    refused: list[str] = []
+    for change in changes:
+        wants = {"modified": [(change.path, "cannot write it")],
+                 "mode": [(change.path, "not its owner")],
+                 "deleted": [(os.path.dirname(change.path), "cannot remove it from its directory")],
+                 "created": [(_existing(change.path), "cannot create it in its directory")],
+                 "renamed": [(os.path.dirname(change.source or change.path), "cannot move it out of its directory"),
+                             (_existing(change.path), "cannot move it into its directory")]}[change.kind]
+        for path, why in wants:
+            if not _may(path, change.kind == "mode"):
+                refused.append(f"{change.path}: {why}")
+                break
+    return refused
+
+
+def _existing(path: str) -> str:
+    """The nearest directory above ``path`` that exists now (a new file's new parents do not, yet)."""
+    folder = os.path.dirname(path)
+    while not os.path.isdir(folder) and folder != os.path.dirname(folder):
+        folder = os.path.dirname(folder)
+    return folder
+
+
+def _may(path: str, own: bool) -> bool:
+    if own:
+        info = _lstat(path)
+        return info is not None and (os.geteuid() == 0 or info.st_uid == os.geteuid())
+    return os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
