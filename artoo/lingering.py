@@ -208,7 +208,11 @@ def _log_tail(log: Path, lines: int = 3) -> str:
 
 def in_use(home: Path) -> bool:
     """Whether a command (run, chat, eval, …) holds this home's users lock right now."""
-    users = Paths.of(home).users
+    return _held_by_someone(Paths.of(home).users)
+
+
+def _held_by_someone(users: Path) -> bool:
+    """Whether any process holds the users lock (shared, as every command using the server does)."""
     if not users.exists():
         return False
     fd = _try_lock(users, fcntl.LOCK_EX)
@@ -264,11 +268,7 @@ def idle(activity: Activity, users: Path, linger_s: float) -> bool:
         return False
     if not users.parent.is_dir():
         return True
-    fd = _try_lock(users, fcntl.LOCK_EX)
-    if fd is None:
-        return False
-    os.close(fd)
-    return True
+    return not _held_by_someone(users)
 
 
 def serve(home: Path, linger_s: float) -> int:
