@@ -60,6 +60,22 @@ async def _pool_state(pool: str) -> tuple[list[str], dict[str, str], int | None]
         return workers, deployments, limit
 
 
+def stop_worker(worker: subprocess.Popen, log: Path) -> None:
+    """Stop a Prefect worker as Prefect documents it: the first SIGTERM lets its flow-run processes
+    finish (they are sent SIGINT), a second one kills them; it must then exit."""
+    import signal
+
+    for _ in range(2):
+        if worker.poll() is not None:
+            return
+        worker.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            worker.wait(timeout=30)
+    if worker.poll() is None:
+        stop(worker)  # kills its group, then fails naming it
+    assert worker.returncode is not None, log.read_text()[-3000:]
+
+
 async def _run_two_and_forget(pool: str) -> list:
     """Submit two requests to artoo-task/artoo-task, wait for both, delete the three deployments."""
     from prefect.client.orchestration import get_client
@@ -107,7 +123,7 @@ def test_artoo_worker_prepares_the_server_and_runs_one_task_at_a_time(prefect_ap
                 assert con.execute("SELECT count(*) FROM megrams").fetchone() == (0,)
             first, second = sorted(asyncio.run(_run_two_and_forget(pool)), key=lambda r: r.start_time)
         finally:
-            stop(worker)
+            stop_worker(worker, log)
     assert [first.state_type.value, second.state_type.value] == ["COMPLETED", "COMPLETED"], log.read_text()[-3000:]
     assert second.start_time >= first.end_time  # --limit 1: never two runs at once on this worker
     with psycopg.connect(memory_pg_url) as con:  # and their experience went to the shared memory

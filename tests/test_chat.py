@@ -7,6 +7,7 @@ The test types lines on the master side and reads what a person would see.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import re
@@ -37,18 +38,36 @@ ARTOO = str(Path(sys.executable).with_name("artoo"))
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|\r")
 
 
+def sleeping(timeout_s: float) -> None:
+    """Wait until a ``sleep 60`` process runs (the sandboxed tool command), so Ctrl-C lands inside it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            with contextlib.suppress(OSError):
+                if cmdline.read_bytes() == b"sleep\x0060\x00":
+                    return
+        time.sleep(0.1)
+    raise AssertionError("no `sleep 60` process started")
+
+
 class Terminal:
     """The master side of the pty: type lines, read until a marker shows."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.seen = ""
+        self.pos = 0  # in the ANSI-free text: just after the last marker found
 
     def read_until(self, marker: str, timeout_s: float = 90) -> str:
-        start, deadline = len(self.seen), time.monotonic() + timeout_s
+        """The text from the last marker found through this one (a marker that came in the same chunk
+        as the previous one counts: the terminal's chunking is not the program's)."""
+        deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if marker in ANSI.sub("", self.seen[start:]):
-                return ANSI.sub("", self.seen[start:])
+            text = ANSI.sub("", self.seen)
+            at = text.find(marker, self.pos)
+            if at >= 0:
+                shown, self.pos = text[self.pos:at + len(marker)], at + len(marker)
+                return shown
             ready, _, _ = select.select([self.fd], [], [], 0.5)
             if ready:
                 try:
@@ -104,7 +123,7 @@ def test_law1_is_asked_inline_and_ctrl_c_cancels_the_task_not_the_repl(scripted,
         assert not victim.exists()
         term.type("wait a minute")
         term.read_until("→ sleep a minute", 120)
-        time.sleep(1.0)  # the executor is inside `sleep 60` now
+        sleeping(60)  # the executor is inside `sleep 60` now (its sandboxed process runs)
         os.kill(proc.pid, signal.SIGINT)
         term.read_until("cancelled", 60)
         term.read_until("artoo>", 60)
