@@ -108,7 +108,10 @@ def test_law1_is_asked_inline_and_ctrl_c_cancels_the_task_not_the_repl(scripted,
         Plan=[plan([subtask("delete old.log", [gone])], ["old.log is gone"]),
               {"answer": {"task_criteria": [crit("a minute passed")], "subtasks": [
                   {"sequence": 1, "intent": "sleep a minute", "context": "", "success_criteria": [crit("slept")]}]}}],
-        tools=[call("shell", command="rm old.log"), done("deleted old.log"), call("shell", command="sleep 60")],
+        # the sleep twice: in full-suite runs request 1 was seen to take one extra 'tools' answer (not explained
+        # yet), which left request 2 none, so it failed before Ctrl-C could be tried
+        tools=[call("shell", command="rm old.log"), done("deleted old.log"), call("shell", command="sleep 60"),
+               call("shell", command="sleep 60")],
         AgentVerdict=[agent(verdict(gone, True, evidence="rm exited 0"))],
         TaskVerdict=[task_verdict(verdict("old.log is gone", True))],
     ))
@@ -125,11 +128,7 @@ def test_law1_is_asked_inline_and_ctrl_c_cancels_the_task_not_the_repl(scripted,
         term.read_until("→ sleep a minute", 120)
         sleeping(60)  # the executor is inside `sleep 60` now (its sandboxed process runs)
         os.kill(proc.pid, signal.SIGINT)
-        try:
-            term.read_until("cancelled", 10)
-        except AssertionError:  # KNOWN ISSUE (README): a first Ctrl-C can be absorbed; a second one ends the task
-            os.kill(proc.pid, signal.SIGINT)
-            term.read_until("cancelled", 60)
+        term.read_until("cancelled", 60)
         term.read_until("artoo>", 60)
         assert proc.poll() is None  # the REPL is still there
         term.type("/log")
