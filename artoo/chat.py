@@ -162,16 +162,9 @@ class Chat:
             self.console.print(line, markup=False)
 
     def _rows(self, title: str, data: dict | list) -> None:
-        from rich.table import Table
+        from artoo.timeline import rows_table
 
-        rows = data if isinstance(data, list) else [data]
-        table = Table(title=title, title_justify="left")
-        keys = list(rows[0]) if rows else ["(none)"]
-        for key in keys:
-            table.add_column(str(key))
-        for row in rows:
-            table.add_row(*(str(row.get(k, "")) for k in keys))
-        self.console.print(table)
+        self.console.print(rows_table(title, data))
 
 
 def audit_markdown(settings: Settings) -> str:

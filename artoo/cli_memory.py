@@ -14,7 +14,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from artoo.config.errors import ArtooError, ConfigurationError
 
@@ -52,14 +51,9 @@ def _emit(data, as_json: bool, title: str) -> None:
     if as_json:
         print(json.dumps(data, indent=2, default=str))
         return
-    rows = data if isinstance(data, list) else [data]
-    table = Table(title=title, title_justify="left")
-    keys = list(rows[0]) if rows else ["(none)"]
-    for key in keys:
-        table.add_column(str(key))
-    for row in rows:
-        table.add_row(*(str(row.get(k, "")) for k in keys))
-    Console().print(table)
+    from artoo.timeline import rows_table
+
+    Console().print(rows_table(title, data))
 
 
 @memory_app.command("potentials")

@@ -144,3 +144,17 @@ def render_replay(data: dict[str, Any]) -> list[str]:
                      f"{num(row['replayed_Omega'], 5)} {num(row['replayed_grad_l'], 6, True)}  {row['note']}")
     lines.append(f"replayed run {data['outcome']}" + (" — identical to the recording" if data["identical"] else ""))
     return lines
+
+
+def rows_table(title: str, data: dict | list) -> Any:
+    """A rich Table of one record or a list of records (keys of the first as columns), for the terminal."""
+    from rich.table import Table
+
+    rows = data if isinstance(data, list) else [data]
+    table = Table(title=title, title_justify="left")
+    keys = list(rows[0]) if rows else ["(none)"]
+    for key in keys:
+        table.add_column(str(key))
+    for row in rows:
+        table.add_row(*(str(row.get(k, "")) for k in keys))
+    return table
