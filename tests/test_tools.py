@@ -15,7 +15,7 @@ from artoo.config.settings import load_settings
 from artoo.tasks.tools import HeadTailBuffer, PendingAction, ToolBox, first_n, head_tail, headTail
 from artoo.tasks.tools.files import glob_files, sniff_binary
 from artoo.tasks.tools.locate import locate, name_matches, walk
-from artoo.tasks.tools.text import join_head_tail, with_note
+from artoo.tasks.tools.text import join_head_tail
 from artoo.tasks.tools.web import parse_ddg_html, unwrap_link
 
 
@@ -68,21 +68,6 @@ def test_head_tail_leaves_short_text_alone_and_spec_alias_agrees() -> None:
 def test_join_head_tail_counts_already_dropped_characters() -> None:
     out = join_head_tail("abc", "xyz", 1000, 100)
     assert out == "abc\n… 1000 characters omitted …\nxyz"
-
-
-@pytest.mark.parametrize(("main", "note", "limit", "main_whole", "note_whole"), [
-    ("m" * 100, "n" * 100, 400, True, True),       # both fit: unchanged
-    ("m" * 2700, "n" * 2100, 4000, True, False),   # the note is cut to what is left; the output stays whole
-    ("m" * 3900, "n" * 2100, 4000, False, False),  # the note keeps its minimum, the output gives way
-    ("m" * 3000, "n" * 300, 4000, True, True),
-])
-def test_with_note_cuts_the_note_before_the_output(main: str, note: str, limit: int, main_whole: bool,
-                                                   note_whole: bool) -> None:
-    out = with_note(main, note, limit)
-    assert len(out) <= limit
-    assert (main in out) is main_whole and (note in out) is note_whole
-    assert out.startswith(main[:50]) and out.endswith(note[-50:])
-    assert out.count("n") >= min(len(note), 600 - 40)  # the note keeps at least its minimum (less its marker)
 
 
 @pytest.mark.parametrize(("text", "n", "expected"), [
