@@ -47,8 +47,6 @@ class ErrorPath:
     """As the error wrote it (relative ones are relative to the command's directory)."""
     missing_parent: bool
     """A write that failed because the path's folder does not exist: the path itself is usable."""
-    written: bool = False
-    """The command was writing (creating, moving, copying onto) this path when it failed."""
 
 
 def error_paths(output: str, written: Collection[str] = ()) -> list[ErrorPath]:
@@ -67,7 +65,7 @@ def error_paths(output: str, written: Collection[str] = ()) -> list[ErrorPath]:
         paths, creates = _line_paths(line)
         for path in paths:
             written_here = creates or path in written or line.startswith("tee: ")
-            entry = ErrorPath(path, written_here and errno.group(0) in _MISSING, bool(written_here))
+            entry = ErrorPath(path, missing_parent=written_here and errno.group(0) in _MISSING)
             found.setdefault(path, entry)
     return list(found.values())
 

@@ -249,24 +249,14 @@ def blamed_targets(call: ToolCall) -> list[str]:
     if call.tool == "write_file":
         written = {call.input.strip()}
     workspace = _workspace_of(call) or "/"
-    inside = [(normalise(e.path, workspace), e) for e in error_paths(output, written)]
-    inside = [(path, e) for path, e in inside if any(_within(path, t) for t in call.targets)]
+    named = [(normalise(e.path, workspace), e.missing_parent) for e in error_paths(output, written)]
+    inside = [(path, parent) for path, parent in named if any(_within(path, t) for t in call.targets)]
     if inside:  # ``find /system … -exec rm`` complaining about /system/a/b blames /system/a/b, not /system
-        return list(dict.fromkeys(_refusing_folder(path, call.targets) if e.written else path
-                                  for path, e in inside if not e.missing_parent))
+        return list(dict.fromkeys(path for path, parent in inside if not parent))
     if len(call.targets) < 2:
         return list(call.targets)
     mentioned = [t for t in call.targets if _named_in_errors(t, output)]
     return mentioned or list(call.targets)
-
-
-def _refusing_folder(path: str, targets: list[str]) -> str:
-    """A write refused at ``path``: the command's own target when it named the folder (``cp a /srv/b/``
-    refused at /srv/b/a blames /srv/b, or the next plan runs the same command again), else the path."""
-    if path in targets:
-        return path
-    return max((t for t in targets if _within(path, t) and os.path.dirname(path) == t.rstrip("/")), key=len,
-               default=path)
 
 
 def _named_in_errors(target: str, output: str) -> bool:

@@ -10,8 +10,8 @@ import pytest
 from artoo.tasks.error_lines import ErrorPath, error_paths
 
 
-def ep(path: str, missing_parent: bool = False, written: bool | None = None) -> ErrorPath:
-    return ErrorPath(path, missing_parent, missing_parent if written is None else written)
+def ep(path: str, missing_parent: bool = False) -> ErrorPath:
+    return ErrorPath(path, missing_parent)
 
 
 @pytest.mark.parametrize(("output", "written", "expected"), [
@@ -19,7 +19,7 @@ def ep(path: str, missing_parent: bool = False, written: bool | None = None) -> 
     ("cp: cannot stat 'a.txt': No such file or directory", (), [ep("a.txt")]),
     ("cp: cannot create regular file 'backup/notes.txt': No such file or directory", (),
      [ep("backup/notes.txt", True)]),
-    ("cp: cannot create regular file '/srv/b/r.csv': Permission denied", (), [ep("/srv/b/r.csv", written=True)]),
+    ("cp: cannot create regular file '/srv/b/r.csv': Permission denied", (), [ep("/srv/b/r.csv")]),
     ("mkdir: cannot create directory ‘reports/2024/q1’: No such file or directory", (),
      [ep("reports/2024/q1", True)]),
     ("touch: cannot touch 'out/a.txt': No such file or directory", (), [ep("out/a.txt", True)]),
@@ -31,7 +31,7 @@ def ep(path: str, missing_parent: bool = False, written: bool | None = None) -> 
     # mv names both paths; a missing source says "cannot stat", so "to 'b'" is the one that failed
     ("mv: cannot move 'draft.md' to 'reports/final.md': No such file or directory", (),
      [ep("reports/final.md", True)]),
-    ("mv: cannot move 'a' to '/srv/a': Permission denied", (), [ep("/srv/a", written=True)]),
+    ("mv: cannot move 'a' to '/srv/a': Permission denied", (), [ep("/srv/a")]),
     # unquoted: prog: [line N: ][verb ]PATH: [Cannot open: ]ERRNO
     ("cat: notes/x.txt: No such file or directory", (), [ep("notes/x.txt")]),
     ("grep: logs/*.log: No such file or directory", (), [ep("logs/*.log")]),
@@ -43,7 +43,7 @@ def ep(path: str, missing_parent: bool = False, written: bool | None = None) -> 
     # bash says the same for a missing input and an output into a missing folder: the command decides
     ("bash: line 1: reports/r.md: No such file or directory", ("reports/r.md",), [ep("reports/r.md", True)]),
     ("bash: line 1: in.txt: No such file or directory", ("out.txt",), [ep("in.txt")]),
-    ("bash: line 1: notes/todo.txt: Permission denied", ("notes/todo.txt",), [ep("notes/todo.txt", written=True)]),
+    ("bash: line 1: notes/todo.txt: Permission denied", ("notes/todo.txt",), [ep("notes/todo.txt")]),
     ("tee: out/copy.csv: No such file or directory", (), [ep("out/copy.csv", True)]),
     ("sh: 1: cannot create out/x: Directory nonexistent", (), [ep("out/x", True)]),
     # Python: the path after the errno text, never the script in the traceback's File line

@@ -163,10 +163,6 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
     ([outcome(calls=[shell_fail("cp notes.txt /srv/b/notes.txt",
                                 "cp: cannot create regular file '/srv/b/notes.txt': Permission denied")])],
      [("/srv/b/notes.txt", "shell")]),
-    # a write refused inside the folder the command named: that folder (the same command must not run again)
-    ([outcome(calls=[shell_fail("cp ~/data/r.csv /srv/backup/",
-                                "cp: cannot create regular file '/srv/backup/r.csv': Permission denied")])],
-     [("/srv/backup", "shell")]),
     ([outcome(calls=[shell_fail("mv draft.md /srv/r/final.md",
                                 "mv: cannot move 'draft.md' to '/srv/r/final.md': Permission denied")])],
      [("/srv/r/final.md", "shell")]),
