@@ -132,6 +132,18 @@ def test_a_hard_link_leaves_its_source_as_it_was(tmp_path: Path, ws: Path) -> No
     assert (ws / "keep.txt").stat().st_mtime_ns == old
 
 
+def test_touch_of_an_existing_file_sets_its_time_and_asks_nothing(tmp_path: Path, ws: Path) -> None:
+    """A ``touch`` copies the file up with the same content: no change to rule on, but the new time is applied."""
+    old = 1_600_000_000_000_000_000
+    os.utime(ws / "keep.txt", ns=(old, old))
+    box = make_box(tmp_path, ws, Gate(False))  # a question would be refused: none may be asked
+    touched = run(box.call("shell", {"command": "touch keep.txt"}))
+    assert touched.ok and "[changes committed]" not in touched.output, touched.output
+    assert (ws / "keep.txt").stat().st_mtime_ns > old and (ws / "keep.txt").read_text() == "keep me"
+    dated = run(box.call("shell", {"command": "touch -d '2021-06-01 12:00:00 UTC' keep.txt"}))
+    assert dated.ok and (ws / "keep.txt").stat().st_mtime == 1622548800, dated.output
+
+
 @pytest.fixture
 def visible_dir() -> Path:
     """A directory outside the workspace that the sandbox shows read-only (not /tmp, not /run)."""

@@ -317,7 +317,8 @@ class ToolBox:
         fuse = view.kind == "fuse"
         found = [c for layer in view.layers
                  for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root, fuse)]
-        if not found:
+        if not found:  # at most new times (``touch`` of an existing file): applied, nothing to rule on
+            await asyncio.to_thread(changeset.commit_times, view.layers, fuse)
             return ""
         self.last_change_set = [c.model_dump(mode="json") for c in found]
         refused = await asyncio.to_thread(changeset.unwritable, found)
