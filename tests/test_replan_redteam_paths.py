@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from artoo.memory.store import MemoryStore
 from tests.conftest import final_from, run_cli
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 from tests.test_replan_redteam import tool_reply, turns
@@ -217,3 +218,5 @@ def test_a_report_written_into_a_missing_folder_is_written_there_next_round(scri
     assert "refused" not in reply and "[exit code 0]" in reply
     assert (ws / out).read_text() == "2\n" and (ws / "app.log").read_text() == "ok\nERROR disk\nok\nERROR net\n"
     assert server.unused() == {}
+    with MemoryStore(artoo_env / "home") as store:  # nor does memory hold the deliverable against later tasks
+        assert [store.recent("tool:shell", f"path:{ws / p}", limit=5) for p in (out, "reports", "app.log")] == [[]] * 3
