@@ -75,3 +75,29 @@ def test_prefect_ephemeral_server_is_one_instance_per_process_and_stops():
     compat.stop_prefect_ephemeral_server()
     assert SubprocessASGIServer() is not first, "stop() no longer forgets the stopped instance"
     compat.stop_prefect_ephemeral_server()
+
+
+def test_rebuild_prefect_from_environment_reads_the_new_environment_cwd_and_logging(tmp_path: Path, monkeypatch):
+    import logging
+
+    from prefect.logging.handlers import APILogHandler
+    from prefect.settings import get_current_settings
+
+    compat.rebuild_prefect_from_environment()  # as `import prefect` leaves it (earlier tests may not have)
+    before = get_current_settings()
+    runs = logging.getLogger("prefect.flow_runs")
+    handler = next(h for h in runs.handlers if isinstance(h, APILogHandler))
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "prefect.toml").write_text('[client]\nmax_retries = 7\n')  # Prefect reads it from the cwd
+    try:
+        assert get_current_settings().api.url == before.api.url  # captured at import: the child's problem
+        compat.rebuild_prefect_from_environment()
+        rebuilt = get_current_settings()
+        assert rebuilt.api.url == "http://127.0.0.1:9/api" and rebuilt.client.max_retries == 7
+        assert handler not in runs.handlers  # the handlers are built again (the console's sees the new stderr)
+        assert any(isinstance(h, APILogHandler) for h in runs.handlers)
+    finally:
+        monkeypatch.undo()
+        compat.rebuild_prefect_from_environment()
+    assert get_current_settings().api.url == before.api.url
