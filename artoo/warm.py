@@ -174,10 +174,8 @@ def fingerprint(extra_path: list[str] | None = None) -> str:
                 stat = os.stat(os.path.join(folder, name))
                 parts.append(f"{folder}/{name}:{stat.st_mtime_ns}:{stat.st_size}")
     for packages in site.getsitepackages():
-        try:
+        with contextlib.suppress(OSError):
             parts.append(f"{packages}:{os.stat(packages).st_mtime_ns}")  # pip changes it on (un)install
-        except OSError:
-            pass
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
