@@ -149,14 +149,11 @@ def wanted_path(home: Path) -> Path:
 
 
 def want(home: Path) -> None:
-    """Ask for a warm runner for the next command (an unusable home is the CLI's to report)."""
-    try:
+    """Ask for a warm runner for the next commands (an unusable home is the CLI's to report)."""
+    with contextlib.suppress(OSError):
         path = wanted_path(home)
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.touch()
-    except OSError:
-        pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()  # a newer time asks again: a runner that died is started anew
 
 
 def fingerprint(extra_path: list[str] | None = None) -> str:

@@ -92,7 +92,8 @@ def serve(listener: socket.socket, parent: int, fingerprint: str) -> int:
             continue
         conn, _ = listener.accept()
         if warm.fingerprint() != fingerprint:
-            log("artoo's code or install changed since start: exiting (the next server start makes a new runner)")
+            log("artoo's code or install changed since start: exiting (the client runs in process and asks "
+                "for a fresh runner)")
             conn.close()
             return 0
         if threading.active_count() != 1:
