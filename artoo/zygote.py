@@ -41,8 +41,11 @@ from artoo import warm
 PRELOAD = (
     "prefect.main", "prefect.settings", "prefect.flow_engine", "prefect.task_engine",
     "prefect.client.orchestration", "prefect.events.clients", "prefect.logging.handlers",
-    "openai", "duckdb", "typer", "rich.console", "rich.table",
-    "artoo.config.settings", "artoo.embedded_server", "artoo.lingering", "artoo.local_server", "artoo.quiet",
+    "prefect.utilities.visualization", "openai", "openai.resources", "openai.lib.streaming", "duckdb", "pyarrow",
+    "typer", "rich.console", "rich.table", "rich._emoji_codes", "fastapi", "starlette.applications",
+    "anyio.streams.tls", "anyio._backends._asyncio", "httpcore2", "truststore", "opentelemetry.metrics", "pydoc",
+    "encodings.idna", "artoo.config.settings", "artoo.memory.store", "artoo.memory.transfer",
+    "artoo.memory.potentials", "artoo.embedded_server", "artoo.lingering", "artoo.local_server", "artoo.quiet",
     "artoo.flows.task_flow", "artoo.flows.auditor", "artoo.tasks.bus", "artoo.tasks.roles.perceiver",
 )
 """What ``artoo run`` imports, loaded once here (the CLI modules are not: see the docstring)."""
