@@ -18,8 +18,9 @@ leaves nothing stale: the kernel drops a dead process's locks.
 
 The server also owns the home's warm runner (artoo.zygote, ``server.warm_runner``): it starts it
 once a command asked for one (``warm.wanted``, touched by the ``artoo`` console script when it had
-to run in process) and no command is running, so its imports (2-3 CPU s) never compete with one,
-and a home only ever driven in process (most tests) never pays them.  The runner dies with the
+to run in process) and no command is running (or 30 s after the ask, for a home that always has one,
+e.g. a long ``artoo chat``), so its imports (2-3 CPU s) rarely compete with a command, and a home only
+ever driven in process (most tests) never pays them.  The runner dies with the
 server; a runner that died is started again at the next ask.
 """
 
@@ -43,6 +44,9 @@ from pathlib import Path
 from artoo.config.errors import EnvironmentalFailure
 
 IDLE_POLL_S = 1.0
+WARM_WAIT_S = 30.0
+"""How long an asked-for warm runner waits for a moment with no command running (a long `artoo chat`
+holds the users lock for hours) before it starts anyway."""
 
 
 @dataclass(frozen=True)
@@ -285,23 +289,34 @@ def idle(activity: Activity, users: Path, linger_s: float) -> bool:
     return not _held_by_someone(users)
 
 
+def start_runner(enabled: bool, running: bool, asked_s: float | None, started_s: float, busy: bool,
+                 now_s: float) -> bool:
+    """Whether the server starts a warm runner now: asked for (``asked_s``, the ask's time) since the last
+    start, none running, and no command running, or the ask is ``WARM_WAIT_S`` old."""
+    if not enabled or running or asked_s is None or asked_s <= started_s:
+        return False
+    return not busy or now_s - asked_s >= WARM_WAIT_S
+
+
 class WarmRunner:
-    """The home's warm runner, started by the server when asked for and no command runs (see above)."""
+    """The home's warm runner, started by the server when asked for (see the module docstring)."""
 
     def __init__(self, home: Path, paths: Paths, enabled: bool) -> None:
         self.home, self.paths, self.enabled = home, paths, enabled
         self.process: subprocess.Popen | None = None
-        self.asked = 0
+        self.asked = 0.0
 
     def poll(self) -> None:
-        """Start it when a command asked since the last start, it is not running and no command is."""
-        if not self.enabled or (self.process is not None and self.process.poll() is None):
-            return
+        """Start the runner when ``start_runner`` says so; its output goes to warm.log."""
+        running = self.process is not None and self.process.poll() is None
         try:
-            asked = self.paths.wanted.stat().st_mtime_ns
+            asked = self.paths.wanted.stat().st_mtime
         except OSError:
+            asked = None
+        now = time.time()
+        if not start_runner(self.enabled, running, asked, self.asked, False, now):
             return
-        if asked <= self.asked or _held_by_someone(self.paths.users):
+        if not start_runner(self.enabled, running, asked, self.asked, _held_by_someone(self.paths.users), now):
             return
         self.asked = asked
         with self.paths.warm_log.open("ab") as log:  # started from this thread, which lives as long as the server

@@ -196,8 +196,9 @@ def process_run(scenario: Scenario, runs: int, root: Path, original_env: dict[st
 
     Warm (the default): the home's lingering server, started by the warm-up, serves each timed
     process, as it does for a person's second command, and so does the home's warm runner
-    (artoo.zygote), which the server starts once the warm-up ended: the timed processes wait for it
-    to be ready first, as a person's second command comes seconds after the first, not at once.
+    (artoo.zygote), which the server starts once the warm-up ended: in a fresh home the timed
+    processes wait for it to be ready first, as a person's second command comes seconds after the
+    first, not at once.
     Cold: ``artoo stop`` before each timed
     process, so each starts the server itself, as a person's first command of the day does.
     Either way one untimed warm-up process runs first (in ``home``, a name under ``root`` already
@@ -226,8 +227,8 @@ def process_run(scenario: Scenario, runs: int, root: Path, original_env: dict[st
             if done.returncode != 0 or final.get("directive") != scenario.directive:
                 raise RuntimeError(f"`artoo run` exited {done.returncode} ({final.get('directive')!r}); "
                                    f"see {root / 'process.log'}")
-            if index == 0 and not cold:
-                warm_runner_ready(Path(env["ARTOO_HOME"]))
+            if index == 0 and not cold and home is None:  # a reused home's users lock is held by this process:
+                warm_runner_ready(Path(env["ARTOO_HOME"]))  # its server starts no runner while it lives
             walls.append(wall)
             sequential.append(economy(requests, scenario.subtasks).sequential_requests)
             heads.append(min(r["received"] for r in requests) - clock)

@@ -110,3 +110,18 @@ def test_the_console_script_module_imports_only_the_standard_library():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     loaded = {name.split(".")[0] for name in done.stdout.split()}
     assert loaded - set(sys.stdlib_module_names) == {"artoo"}
+
+
+@pytest.mark.parametrize(("enabled", "running", "asked", "busy", "now", "starts"), [
+    (True, False, 100.0, False, 101.0, True),    # asked, nothing runs: start
+    (True, False, None, False, 101.0, False),    # nobody asked (a home only driven in process)
+    (True, False, 50.0, False, 101.0, False),    # asked before the last start: already served
+    (True, True, 100.0, False, 101.0, False),    # one runs
+    (False, False, 100.0, False, 101.0, False),  # server.warm_runner = false
+    (True, False, 100.0, True, 110.0, False),    # a command runs: wait for a quiet moment…
+    (True, False, 100.0, True, 130.0, True),     # …but not for ever (a long chat holds the users lock)
+])
+def test_the_server_starts_a_warm_runner_when_asked_and_quiet(enabled, running, asked, busy, now, starts):
+    from artoo.lingering import start_runner
+
+    assert start_runner(enabled, running, asked, 60.0, busy, now) is starts
