@@ -77,27 +77,44 @@ def test_prefect_ephemeral_server_is_one_instance_per_process_and_stops():
     compat.stop_prefect_ephemeral_server()
 
 
-def test_rebuild_prefect_from_environment_reads_the_new_environment_cwd_and_logging(tmp_path: Path, monkeypatch):
-    import logging
+REBUILD_PROBE = """
+import json, logging, os, sys
+import prefect.main  # what `import prefect` runs: settings and logging built from this environment
+from prefect.logging.handlers import APILogHandler
+from prefect.settings import get_current_settings
+from artoo.config import compat
 
-    from prefect.logging.handlers import APILogHandler
-    from prefect.settings import get_current_settings
+before = get_current_settings().api.url
+runs = logging.getLogger("prefect.flow_runs")
+handler = next(h for h in runs.handlers if isinstance(h, APILogHandler))
+os.environ["PREFECT_API_URL"] = "http://127.0.0.1:9/api"
+os.chdir(sys.argv[1])
+stale = get_current_settings().api.url
+compat.rebuild_prefect_from_environment()
+rebuilt = get_current_settings()
+print(json.dumps({"before": before, "stale": stale, "url": rebuilt.api.url, "retries": rebuilt.client.max_retries,
+                  "handler_rebuilt": handler not in runs.handlers,
+                  "api_handler": any(isinstance(h, APILogHandler) for h in runs.handlers)}))
+"""
 
-    compat.rebuild_prefect_from_environment()  # as `import prefect` leaves it (earlier tests may not have)
-    before = get_current_settings()
-    runs = logging.getLogger("prefect.flow_runs")
-    handler = next(h for h in runs.handlers if isinstance(h, APILogHandler))
-    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "prefect.toml").write_text('[client]\nmax_retries = 7\n')  # Prefect reads it from the cwd
-    try:
-        assert get_current_settings().api.url == before.api.url  # captured at import: the child's problem
-        compat.rebuild_prefect_from_environment()
-        rebuilt = get_current_settings()
-        assert rebuilt.api.url == "http://127.0.0.1:9/api" and rebuilt.client.max_retries == 7
-        assert handler not in runs.handlers  # the handlers are built again (the console's sees the new stderr)
-        assert any(isinstance(h, APILogHandler) for h in runs.handlers)
-    finally:
-        monkeypatch.undo()
-        compat.rebuild_prefect_from_environment()
-    assert get_current_settings().api.url == before.api.url
+
+def test_rebuild_prefect_from_environment_reads_the_new_environment_cwd_and_logging(tmp_path: Path):
+    """As the warm runner's child: Prefect imported under one environment, then another one and another cwd.
+
+    In a fresh process: this one's settings are the session's (tests/conftest.py), not the root ones.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "prefect.toml").write_text("[client]\nmax_retries = 7\n")  # Prefect reads it from the cwd
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"))
+    done = subprocess.run([sys.executable, "-c", REBUILD_PROBE, str(tmp_path)], env=env, capture_output=True,
+                          text=True, timeout=120, cwd=ROOT.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["before"] is None and seen["stale"] is None  # captured at import: the child's problem
+    assert seen["url"] == "http://127.0.0.1:9/api" and seen["retries"] == 7
+    assert seen["handler_rebuilt"] and seen["api_handler"]  # logging built again (the console's sees the new stderr)
