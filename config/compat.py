@@ -16,6 +16,10 @@ names the wrapper when the pinned behaviour changes:
 * :func:`sqlite_immediate_writes`: make the server's SQLite write transactions ``BEGIN
   IMMEDIATE`` (Prefect's ``AioSqliteConfiguration.begin_transaction`` with ``with_for_update``,
   its own switch for that), so concurrent writers queue instead of deadlocking into 503s.
+* :func:`named_at_creation`: a subflow run created with its name (Prefect creates it unnamed and
+  renames it in a second write) and without the look-up for an earlier run of a parent that is not
+  being re-run: two API round trips fewer per round and subtask subflow, on the critical path
+  between LLM calls.  Only flows named through :func:`named` take that path.
 
 Prefect is imported inside the functions: this module sits at the bottom layer and costs nothing
 to import.
@@ -99,3 +103,77 @@ def sqlite_immediate_writes() -> None:
 
     if not getattr(AioSqliteConfiguration.begin_transaction, "artoo_immediate", False):
         AioSqliteConfiguration.begin_transaction = immediate_begin(AioSqliteConfiguration.begin_transaction)
+
+
+class FixedRunName:
+    """A flow-run name known before the run exists: used verbatim (never ``str.format``-ed with the parameters).
+
+    Prefect formats a string ``flow_run_name`` with the run's parameters, so a subtask whose intent
+    contains ``{`` or ``}`` would fail before it ran; a callable is used as it returns.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"FixedRunName({self.name!r})"
+
+
+def named(flow: Any, name: str) -> Any:
+    """``flow`` whose next runs are named ``name`` at creation (a shallow copy; ``flow`` is unchanged).
+
+    ``Flow.with_options(flow_run_name=…)`` rebuilds the flow, its parameter schema included (≈ 15 ms
+    of CPU per call on this machine); a copy with the one attribute changed costs microseconds.
+    """
+    import copy
+
+    named_at_creation()
+    clone = copy.copy(flow)
+    clone.flow_run_name = FixedRunName(name)
+    return clone
+
+
+def named_at_creation() -> None:
+    """Make Prefect's async flow engine create a :func:`named` flow's run with its name (idempotent)."""
+    from prefect.flow_engine import AsyncFlowRunEngine
+
+    if not getattr(AsyncFlowRunEngine.create_flow_run, "artoo_named", False):
+        AsyncFlowRunEngine.create_flow_run = _create_named(AsyncFlowRunEngine.create_flow_run)
+
+
+def _create_named(original: Any) -> Any:
+    """Prefect 3.8.8's ``AsyncFlowRunEngine.create_flow_run`` for a FixedRunName: the name in the create call,
+    and the parent's earlier subflow run looked up only when the parent is being re-run (Prefect's own test)."""
+
+    async def create_flow_run(self: Any, client: Any) -> Any:
+        if not isinstance(self.flow.flow_run_name, FixedRunName):
+            return await original(self, client)
+        from prefect import Task
+        from prefect._flow_run_suspension import raise_if_flow_run_suspension_requested
+        from prefect.context import FlowRunContext, TagsContext
+        from prefect.states import Pending
+
+        context = FlowRunContext.get()
+        parent_task_run = None
+        if context:
+            raise_if_flow_run_suspension_requested()
+            tracking = Task(name=self.flow.name, fn=self.flow.fn, version=self.flow.version)
+            tracking._is_subflow_tracking_task = True
+            parent_task_run = await tracking.create_run(flow_run_context=context, parameters=self.parameters,
+                                                        wait_for=self.wait_for)
+            rerunning = getattr(context.flow_run, "run_count", 0) > 1
+            if rerunning and (earlier := await self.load_subflow_run(parent_task_run=parent_task_run, client=client,
+                                                                     context=context)):
+                return earlier
+        run = await client.create_flow_run(flow=self.flow, name=self.flow.flow_run_name.name,
+                                           parameters=self.flow.serialize_parameters(self.parameters or {}),
+                                           state=Pending(), parent_task_run_id=getattr(parent_task_run, "id", None),
+                                           tags=TagsContext.get().current_tags)
+        self._flow_run_name_set = True  # Prefect's engine would rename it otherwise
+        return run
+
+    create_flow_run.artoo_named = True
+    return create_flow_run

@@ -75,3 +75,47 @@ def test_prefect_ephemeral_server_is_one_instance_per_process_and_stops():
     compat.stop_prefect_ephemeral_server()
     assert SubprocessASGIServer() is not first, "stop() no longer forgets the stopped instance"
     compat.stop_prefect_ephemeral_server()
+
+
+def test_a_named_subflow_is_created_with_its_name_taken_verbatim(prefect_api, monkeypatch):
+    """compat.named: the run is created with its name (no rename write), braces and all; other flows keep
+    Prefect's own path (created, then renamed)."""
+    import asyncio
+
+    from prefect import flow
+    from prefect.client.orchestration import PrefectClient, get_client
+    from prefect.runtime import flow_run
+
+    renamed: list[str] = []
+    rename = PrefectClient.set_flow_run_name
+
+    async def spy(self, flow_run_id, name):
+        renamed.append(name)
+        return await rename(self, flow_run_id, name)
+
+    monkeypatch.setattr(PrefectClient, "set_flow_run_name", spy)
+
+    @flow(name="compat-child", persist_result=False)
+    async def child(x: int) -> tuple[str, str]:
+        return flow_run.name, str(flow_run.id)
+
+    @flow(name="compat-parent", flow_run_name="compat-parent-{x}", persist_result=False)
+    async def parent(x: int) -> list[tuple[str, str]]:
+        return [await compat.named(child, "subtask-1.1 · print {x} and {}")(x),
+                await compat.named(child, "subtask-1.2 · second")(x)]
+
+    runs = asyncio.run(parent(7))
+    assert [name for name, _ in runs] == ["subtask-1.1 · print {x} and {}", "subtask-1.2 · second"]
+    assert renamed == ["compat-parent-7"], (
+        "compat.named_at_creation: a named subflow was renamed after creation (or the parent was not): "
+        "Prefect's AsyncFlowRunEngine.create_flow_run changed")
+    assert child.flow_run_name is None, "compat.named must not change the flow it copies"
+
+    async def stored(run_id: str):
+        async with get_client() as client:
+            return await client.read_flow_run(run_id)
+
+    for name, run_id in runs:
+        record = asyncio.run(stored(run_id))
+        assert (record.name, record.state.type.value) == (name, "COMPLETED")
+        assert record.parent_task_run_id is not None, "a named subflow must stay in its parent's run graph"
