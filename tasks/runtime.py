@@ -7,6 +7,7 @@ receive only a ``runtime_id``.  One Runtime serves one ``artoo-task`` run.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -15,6 +16,40 @@ from typing import Any
 
 from artoo.config.settings import Settings
 from artoo.tasks.bus import Bus
+
+
+class OrderedWrites:
+    """Writes a person reads later (artifacts), kept off the critical path between LLM calls, never lost.
+
+    Each job starts once the previous one has finished, so an artifact updated every round keeps
+    its rounds in order; ``flush`` awaits them all and is called before the run ends (the run's
+    API client is still open then).  A job that fails is recorded, never raised into the loop.
+    """
+
+    def __init__(self) -> None:
+        self._last: asyncio.Task | None = None
+        self.failures: list[str] = []
+        self.done = 0
+
+    def submit(self, job: Callable[[], Awaitable[Any]]) -> None:
+        """Run ``job()`` after every job submitted before it, in the background of the running loop."""
+        previous = self._last
+
+        async def run() -> None:
+            if previous is not None:
+                await previous
+            try:
+                await job()
+                self.done += 1
+            except Exception as exc:  # reported by flush's caller; the run itself goes on
+                self.failures.append(f"{type(exc).__name__}: {exc}")
+
+        self._last = asyncio.get_running_loop().create_task(run())
+
+    async def flush(self) -> None:
+        """Wait until every submitted job has finished (or failed)."""
+        if self._last is not None:
+            await asyncio.shield(self._last)
 
 
 @dataclass
@@ -44,6 +79,8 @@ class Runtime:
     """The SOPRecords this round's calibration served to R2; R7 checks them against the outcome."""
     fed_back: set[str] = field(default_factory=set)
     """Ids of the SOPs already given negative feedback in this task (one piece of evidence per task)."""
+    writes: OrderedWrites = field(default_factory=OrderedWrites)
+    """Artifacts written in the background, in order; flushed before the run ends."""
 
 
 _REGISTRY: dict[str, Runtime] = {}
