@@ -8,6 +8,7 @@ receive only a ``runtime_id``.  One Runtime serves one ``artoo-task`` run.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -21,33 +22,44 @@ from artoo.tasks.bus import Bus
 class OrderedWrites:
     """Writes a person reads later (artifacts), kept off the critical path between LLM calls, never lost.
 
-    Each job starts once the previous one has finished, so an artifact updated every round keeps
-    its rounds in order; ``flush`` awaits them all and is called before the run ends (the run's
-    API client is still open then).  A job that fails is recorded, never raised into the loop.
+    ``submit`` only queues a job; ``start`` launches the queued jobs, one after another in the
+    order submitted (an artifact updated every round keeps its rounds in order).  The role tasks
+    call ``start`` as they ask the model: the writes then reach the Prefect server while the run
+    waits for the LLM anyway, instead of queueing on the server in front of the next subflow's
+    creation.  ``flush`` starts and awaits everything; the run calls it before it ends (its API
+    client is still open then).  A job that fails is recorded, never raised into the loop.
     """
 
     def __init__(self) -> None:
+        self._queued: list[tuple[Callable[[], Awaitable[Any]], contextvars.Context]] = []
         self._last: asyncio.Task | None = None
         self.failures: list[str] = []
         self.done = 0
 
     def submit(self, job: Callable[[], Awaitable[Any]]) -> None:
-        """Run ``job()`` after every job submitted before it, in the background of the running loop."""
-        previous = self._last
+        """Queue ``job()`` to run after every job submitted before it, in the context it was submitted from
+        (Prefect reads the run an artifact belongs to from there)."""
+        self._queued.append((job, contextvars.copy_context()))
 
-        async def run() -> None:
-            if previous is not None:
-                await previous
-            try:
-                await job()
-                self.done += 1
-            except Exception as exc:  # reported by flush's caller; the run itself goes on
-                self.failures.append(f"{type(exc).__name__}: {exc}")
+    def start(self) -> None:
+        """Launch the queued jobs in the background of the running loop (in order, one at a time)."""
+        loop = asyncio.get_running_loop()
+        for job, context in self._queued:
+            self._last = loop.create_task(self._run(job, self._last), context=context)
+        self._queued.clear()
 
-        self._last = asyncio.get_running_loop().create_task(run())
+    async def _run(self, job: Callable[[], Awaitable[Any]], previous: asyncio.Task | None) -> None:
+        if previous is not None:
+            await previous
+        try:
+            await job()
+            self.done += 1
+        except Exception as exc:  # reported by flush's caller; the run itself goes on
+            self.failures.append(f"{type(exc).__name__}: {exc}")
 
     async def flush(self) -> None:
-        """Wait until every submitted job has finished (or failed)."""
+        """Start whatever is queued and wait until every job has finished (or failed)."""
+        self.start()
         if self._last is not None:
             await asyncio.shield(self._last)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import final_from, run_cli
@@ -111,6 +112,8 @@ def test_logical_plateau_breaks_symmetry_until_the_replan_budget_is_spent(script
     tables = artifact_versions(prefect_api, "ggs-find-answer", run_id)
     rows = [json.loads(t["data"]) if isinstance(t["data"], str) else t["data"] for t in tables]
     assert [len(r) for r in rows] == [1, 2, 3, 4]  # one version per round, each a row longer
+    written_by = [httpx.get(f"{prefect_api}/task_runs/{t['task_run_id']}", timeout=10).json()["name"] for t in tables]
+    assert written_by == [f"R7 · GGS round {n}" for n in range(1, rounds + 1)]  # each under its round's GGS task
     assert len(artifact_versions(prefect_api, "loss-find-answer", run_id)) == rounds
     (report,) = artifact_versions(prefect_api, "final-find-answer", run_id)
     assert "abandoned" in report["data"]
