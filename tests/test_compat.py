@@ -87,13 +87,20 @@ def test_a_named_subflow_is_created_with_its_name_taken_verbatim(prefect_api, mo
     from prefect.runtime import flow_run
 
     renamed: list[str] = []
-    rename = PrefectClient.set_flow_run_name
+    rename, request = PrefectClient.set_flow_run_name, PrefectClient.request
+    flows_upserted: list[str] = []
 
     async def spy(self, flow_run_id, name):
         renamed.append(name)
         return await rename(self, flow_run_id, name)
 
+    async def count(self, method, path, *args, **kwargs):
+        if (method, path) == ("POST", "/flows/"):
+            flows_upserted.append(kwargs["json"]["name"])
+        return await request(self, method, path, *args, **kwargs)
+
     monkeypatch.setattr(PrefectClient, "set_flow_run_name", spy)
+    monkeypatch.setattr(PrefectClient, "request", count)
 
     @flow(name="compat-child", persist_result=False)
     async def child(x: int) -> tuple[str, str]:
@@ -102,10 +109,14 @@ def test_a_named_subflow_is_created_with_its_name_taken_verbatim(prefect_api, mo
     @flow(name="compat-parent", flow_run_name="compat-parent-{x}", persist_result=False)
     async def parent(x: int) -> list[tuple[str, str]]:
         return [await compat.named(child, "subtask-1.1 · print {x} and {}")(x),
-                await compat.named(child, "subtask-1.2 · second")(x)]
+                await compat.named(child, "subtask-1.2 · second")(x),
+                await compat.named(child, "subtask-1.3 · third")(x)]
 
     runs = asyncio.run(parent(7))
-    assert [name for name, _ in runs] == ["subtask-1.1 · print {x} and {}", "subtask-1.2 · second"]
+    assert [name for name, _ in runs] == ["subtask-1.1 · print {x} and {}", "subtask-1.2 · second",
+                                          "subtask-1.3 · third"]
+    assert flows_upserted == ["compat-parent", "compat-child"], (
+        "compat._create_run: the child flow must be created once, then its id reused")
     assert renamed == ["compat-parent-7"], (
         "compat.named_at_creation: a named subflow was renamed after creation (or the parent was not): "
         "Prefect's AsyncFlowRunEngine.create_flow_run changed")
@@ -119,3 +130,27 @@ def test_a_named_subflow_is_created_with_its_name_taken_verbatim(prefect_api, mo
         record = asyncio.run(stored(run_id))
         assert (record.name, record.state.type.value) == (name, "COMPLETED")
         assert record.parent_task_run_id is not None, "a named subflow must stay in its parent's run graph"
+
+
+def test_a_flow_id_the_server_does_not_know_is_forgotten_and_the_run_still_created(prefect_api):
+    """compat._create_run: a remembered flow id that the server refuses (a replaced database) is not fatal."""
+    import asyncio
+    import uuid
+
+    from prefect import flow
+    from prefect.runtime import flow_run
+    from prefect.settings import PREFECT_API_URL
+
+    @flow(name="compat-stale-child", persist_result=False)
+    async def child() -> str:
+        return flow_run.name
+
+    @flow(name="compat-stale-parent", persist_result=False)
+    async def parent() -> str:
+        return await compat.named(child, "subtask-9.1 · after a database swap")()
+
+    key = (str(PREFECT_API_URL.value()).rstrip("/") + "/", "compat-stale-child")
+    stale = uuid.uuid4()
+    compat._FLOW_IDS[key] = stale
+    assert asyncio.run(parent()) == "subtask-9.1 · after a database swap"
+    assert compat._FLOW_IDS[key] not in (stale, None), "the refused id must be replaced by the server's"
