@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from artoo.config.contracts import SubTaskOutcome, ToolCall
+from artoo.tasks.error_lines import ERRNO_LINE, error_paths
 from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, parse, strip_prefix
 
 OUTCOME_KINDS: tuple[str, ...] = ("matched", "failed", "skipped", "denied")
@@ -196,15 +197,31 @@ _MISSING_PROGRAM = re.compile(r"(?m)^(?:[\w./-]+: )*(?:line \d+: )?[\w.+-]+: (?:
 """bash's (and sh's) word for a program that is not installed: ``bash: line 1: tree: command not found``."""
 
 
-_ERROR_PATH = re.compile(r"(?m)^(?:[\w.+-]+: )+(?:line \d+: )?(?:cannot (?:\w+ ){1,2})?"
-                         r"['‘`\"]?(/[^:'’`\"\n]*)['’`\"]?: "
-                         r"(?:No such file or directory|Permission denied|Not a directory|Read-only file system)")
-"""A tool's ``prog: [cannot VERB ]'/abs/path': <errno text>`` line (coreutils, find, bash redirections)."""
+def _written(command: str) -> set[str]:
+    """The paths a shell command writes, as its words spell them: redirection targets and ``tee``'s files."""
+    try:
+        script = parse(command, partial=True)
+    except ParseError:  # partial reading never raises; kept so a grammar change cannot break attribution
+        return set()
+    written = {r.target for simple in script.commands for r in simple.redirects}
+    for simple in script.commands:
+        words = strip_prefix(simple.words)
+        if words and words[0] == "tee":
+            written.update(w for w in words[1:] if not w.startswith("-"))
+    return written
 
 
-def error_paths(output: str) -> list[str]:
-    """The absolute paths a command's error lines name, first seen first."""
-    return list(dict.fromkeys(m.group(1).rstrip("/") or "/" for m in _ERROR_PATH.finditer(output)))
+def _workspace_of(call: ToolCall) -> str | None:
+    """The folder the call's relative paths were resolved in, read back from its own targets."""
+    raw = [call.input.strip()] if call.tool in PATH_TOOLS else command_paths(call.input or "")
+    for word in raw:
+        if word.startswith(("/", "~", "$")) or ".." in word.split("/"):
+            continue
+        tail = os.path.normpath(word)
+        for target in call.targets:
+            if target.endswith("/" + tail):
+                return target[: -len(tail) - 1] or "/"
+    return None
 
 
 def _within(path: str, target: str) -> bool:
@@ -212,25 +229,43 @@ def _within(path: str, target: str) -> bool:
 
 
 def blamed_targets(call: ToolCall) -> list[str]:
-    """The targets a failed call is blamed on: those its error names, else all of them.
+    """The targets a failed call is blamed on: the paths its error lines name, else all of them.
 
     ``grep x /srv/app.log > hits.txt`` failing with ``/srv/app.log: No such file`` blames the
-    log, not the output file it would have written.  A shell command whose program is not
-    installed (``tree /system`` → ``tree: command not found``) blames none of its paths: they
-    were never touched, and blocking them (in this task and, through memory, in later ones)
-    would punish a folder for a missing program.  The planner still sees the error as evidence.
-    When the error names a path at or under one of the call's targets, that path is blamed:
-    ``find /system -empty -exec rm -r {} ;`` complaining about ``/system/a/b`` blames that one.
+    log, not the output file it would have written; ``cp notes.txt backup/notes.txt`` failing
+    to create the copy blames the copy, never the user's ``notes.txt`` (artoo.tasks.error_lines
+    reads the error wordings).  A write that failed only because its folder is missing blames
+    nothing: the next plan creates the folder and writes the same path.  A shell command
+    whose program is not installed (``tree /system`` → ``tree: command not found``) blames
+    none of its paths: they were never touched, and blocking them (in this task and, through
+    memory, in later ones) would punish a folder for a missing program.  When the error names
+    a path under one of the call's targets, that path is blamed: ``find /system -empty -exec
+    rm -r {} ;`` complaining about ``/system/a/b`` blames that one.
     """
-    if call.tool == "shell" and _MISSING_PROGRAM.search(call.output or ""):
+    output = call.output or ""
+    if call.tool == "shell" and _MISSING_PROGRAM.search(output):
         return []
-    inside = [p for p in error_paths(call.output or "") if any(_within(p, t) for t in call.targets)]
+    written = _written(call.input or "") if call.tool == "shell" else set()
+    if call.tool == "write_file":
+        written = {call.input.strip()}
+    workspace = _workspace_of(call) or "/"
+    named = [(normalise(e.path, workspace), e.missing_parent) for e in error_paths(output, written)]
+    inside = [(path, parent) for path, parent in named if any(_within(path, t) for t in call.targets)]
     if inside:  # ``find /system … -exec rm`` complaining about /system/a/b blames /system/a/b, not /system
-        return inside
+        return list(dict.fromkeys(path for path, parent in inside if not parent))
     if len(call.targets) < 2:
         return list(call.targets)
-    named = [t for t in call.targets if os.path.basename(t) and os.path.basename(t) in call.output]
-    return named or list(call.targets)
+    mentioned = [t for t in call.targets if _named_in_errors(t, output)]
+    return mentioned or list(call.targets)
+
+
+def _named_in_errors(target: str, output: str) -> bool:
+    """True when an error line of ``output`` names ``target``'s file as a word of its own."""
+    name = os.path.basename(target.rstrip("/"))
+    if not name:
+        return False
+    word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])")
+    return any(word.search(line) for line in output.splitlines() if ERRNO_LINE.search(line))
 
 
 def attributed_targets(outcomes: Iterable[SubTaskOutcome]) -> list[tuple[str, str]]:

@@ -196,6 +196,41 @@ def test_the_evidence_reader_classifies_errors(text: str, kind: str | None):
     assert brain.classify(text) == kind
 
 
+FS2_37 = "find /b/system -type f | xargs ls -ltr | tail -n 1"
+
+
+@pytest.mark.parametrize(("text", "command", "kind"), [
+    # fs2 37's gold: xargs splits 'special text3.txt'; ls misses the halves, exits 0, prints the answer
+    ("ls: cannot access '/b/system/folder2/special': No such file or directory\n"
+     "ls: cannot access 'text3.txt': No such file or directory\n-rw-r--r-- 1 root root 307 /b/system/x.gz\n"
+     "[exit code 0]", FS2_37, None),
+    # the same command on a wrong path: its own argument is missing
+    ("find: '/b/systems': No such file or directory\n-rw-r--r-- 1 root root 9 x\n[exit code 0]",
+     FS2_37.replace("system", "systems"), "environmental"),
+    ("gzip: /b/a.tar.gzs.gz: No such file or directory\n[exit code 0]", "zcat -r /b/a.tar.gzs", "environmental"),
+    ("bash: line 1: cd: /b/w: No such file or directory", "cd /b/w; ls", "environmental"),
+    # a run that exited non-zero: every missing-file line counts, whatever it names
+    ("diff: /dev/fd/63s: No such file or directory\n[exit code 2]", "diff <(ls /b/d1)s <(ls /b/d2)", "environmental"),
+    ("find: '/b/system/t/x': No such file or directory\n[exit code 1]", "find /b/system -empty -delete",
+     "environmental"),
+    ("bash: line 1: tree: command not found\n[exit code 127]", "tree /b/system", "environmental"),
+])
+def test_a_missing_file_counts_when_it_is_the_commands_own_input(text: str, command: str, kind: str | None):
+    assert brain.classify(text, command) == kind
+
+
+def test_the_validator_does_not_fail_a_clean_run_for_a_name_it_met_below_its_directory():
+    """fs2 37 in the mistakes-off control: the gold's own output, error lines included, was judged a failure."""
+    output = ("ls: cannot access '/b/system/folder2/special': No such file or directory\n"
+              "-rw-r--r-- 1 root root 307 Nov 23 19:16 /b/system/folder2.tar.gz\n[exit code 0]")
+    prompt = AGENT_PROMPT.replace("shell: find /b -type f → /b/a\n[exit code 0]", f"shell: {FS2_37} → {output}")
+    verdicts = brain.agent_verdict(prompt)["verdicts"]
+    assert verdicts[0]["verdict"] == "pass"
+    wrong = prompt.replace("/b/system", "/b/systems").replace("ls: cannot access '/b/systems/folder2/special'",
+                                                               "find: '/b/systems'")
+    assert brain.agent_verdict(wrong)["verdicts"][0]["verdict"] == "fail"
+
+
 PLANNER_PROMPT = """Task id: t
 MUST NOT set:
 Blocked tools: none

@@ -108,6 +108,11 @@ def outcome(kind="failed", cls="environmental", calls=(), legacy=(), n=1, what="
                           calls=list(calls), tool_calls=list(legacy), intent=what or kind)
 
 
+def shell_fail(command: str, output: str) -> ToolCall:
+    """A shell command that failed environmentally, with the error its tool printed."""
+    return call("shell", command, ok=False, cls="environmental", output=output + "\n[exit code 1]")
+
+
 READ_OK = call("read_file", "notes.txt", output="alpha")
 WRITE_DENIED_ROOT = call("write_file", "/srv/r/summary.md", ok=False, cls="environmental",
                          output="write_file refused: /srv/r/summary.md is outside the allowed roots")
@@ -154,6 +159,38 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
     ([outcome(calls=[call("shell", "python3 /ws/run.py", ok=False, cls="environmental",
                           output="cat: /etc/app.conf: Permission denied\n[exit code 1]")])],
      [("/ws/run.py", "shell")]),
+    # a user's file beside a failing write, the way real commands fail: only the path the error names
+    ([outcome(calls=[shell_fail("cp notes.txt /srv/b/notes.txt",
+                                "cp: cannot create regular file '/srv/b/notes.txt': Permission denied")])],
+     [("/srv/b/notes.txt", "shell")]),
+    ([outcome(calls=[shell_fail("mv draft.md /srv/r/final.md",
+                                "mv: cannot move 'draft.md' to '/srv/r/final.md': Permission denied")])],
+     [("/srv/r/final.md", "shell")]),
+    ([outcome(calls=[shell_fail("mv draft.md reports/final.md",
+                                "mv: cannot stat 'draft.md': No such file or directory")])],
+     [("/ws/draft.md", "shell")]),
+    ([outcome(calls=[shell_fail("head -n 5 logs/app.log logs/db.log",
+                                "==> logs/app.log <==\nboot\nhead: cannot open 'logs/db.log' for reading: "
+                                "No such file or directory")])], [("/ws/logs/db.log", "shell")]),
+    ([outcome(calls=[shell_fail("wc -l data/names.txt report/names.txt",
+                                "  3 data/names.txt\nwc: report/names.txt: No such file or directory\n  3 total")])],
+     [("/ws/report/names.txt", "shell")]),
+    ([outcome(calls=[shell_fail("python3 analyze.py data.csv > out.txt",
+                                'Traceback (most recent call last):\n  File "/ws/analyze.py", line 3, in <module>\n'
+                                "FileNotFoundError: [Errno 2] No such file or directory: 'data.csv'")])],
+     [("/ws/data.csv", "shell")]),  # the user's script, named in the traceback, stays usable
+    # a write whose folder is missing blames nothing: the next plan makes the folder and writes the same path
+    ([outcome(calls=[shell_fail("cp notes.txt backup/notes.txt",
+                                "cp: cannot create regular file 'backup/notes.txt': No such file or directory")])], []),
+    ([outcome(calls=[shell_fail("grep -c ERROR app.log > reports/summary.md",
+                                "bash: line 1: reports/summary.md: No such file or directory")])], []),
+    ([outcome(calls=[shell_fail("sort names.txt | tee out/sorted.txt",
+                                "tee: out/sorted.txt: No such file or directory")])], []),
+    # ... but a missing input read by redirection is blamed, and a refused write still is
+    ([outcome(calls=[shell_fail("sort < in.txt > out.txt", "bash: line 1: in.txt: No such file or directory")])],
+     [("/ws/in.txt", "shell")]),
+    ([outcome(calls=[shell_fail("echo x >> notes/todo.txt", "bash: line 1: notes/todo.txt: Permission denied")])],
+     [("/ws/notes/todo.txt", "shell")]),
     # an outcome of the spec's shape (evidence strings only): its last call
     ([outcome(legacy=["read_file: notes.txt → alpha", "shell: curl http://h → timeout"])],
      [("curl http://h", "shell")]),

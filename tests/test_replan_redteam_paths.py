@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from artoo.memory.store import MemoryStore
 from tests.conftest import final_from, run_cli
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 from tests.test_replan_redteam import tool_reply, turns
@@ -172,3 +173,50 @@ def test_a_refusal_and_a_missing_file_in_one_group_block_only_the_missing_file(s
     assert f"  - write_file report.md — [LAW1] denied: write_file {ws / 'report.md'}" in second
     assert final["summary"].count("denied: ") == 1  # round 2 asked nothing
     assert server.unused() == {}
+
+
+def test_a_report_written_into_a_missing_folder_is_written_there_next_round(scripted, artoo_env: Path):
+    """Group 1 in parallel: read the user's app.log (fine) ‖ ``grep -c ERROR app.log >
+    reports/summary.md``, which fails because ``reports/`` does not exist yet (bash: "No such file
+    or directory", exactly as for a missing input).  The failing path is the deliverable the user
+    asked for: blocking it would make the task impossible.  A write into a missing folder blames
+    nothing, so round 2's plan naming reports/summary.md is accepted at once, its command runs,
+    and the user's app.log is unchanged.
+    """
+    ws = artoo_env / "workspace"
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "app.log").write_text("ok\nERROR disk\nok\nERROR net\n")
+    seen, saved = "the log's lines are printed", "reports/summary.md holds the ERROR count"
+    out = "reports/summary.md"
+    server = scripted(scenario(
+        TaskSpec=[spec("error_summary", "count the ERROR lines of app.log into reports/summary.md")],
+        Plan=[plan([subtask("read app.log", [seen], tools=["read_file"]),
+                    subtask(f"write the ERROR count to {out}", [saved], tools=["shell"])], ["the summary exists"]),
+              plan([subtask(f"create reports/ and write the ERROR count to {out}", [saved], tools=["shell"])],
+                   ["the summary exists"])],
+        tools=[call("read_file", match="read app.log", path="app.log"),
+               call("shell", match="write the ERROR count", command=f"grep -c ERROR app.log > {out}"),
+               done("4 lines", match="read app.log"),
+               done("could not write the summary", status="failed", match="write the ERROR count"),
+               call("shell", match="create reports/", command=f"mkdir -p reports && grep -c ERROR app.log > {out}"),
+               done("written", match="create reports/")],
+        AgentVerdict=[agent(verdict(seen, True), match="read app.log"),
+                      agent(verdict(saved, False, "environmental", "No such file or directory"),
+                            wrong="reports/ does not exist", todo="create the folder first",
+                            match="write the ERROR count"),
+                      agent(verdict(saved, True), match="create reports/")],
+        TaskVerdict=[task_verdict(verdict("the summary exists", True))],
+    ))
+    code, final = run_json("count the ERROR lines of app.log into reports/summary.md")
+    assert (code, final["directive"], final["replans"]) == (0, "accept", 1)
+    plans = bodies(server, "Plan")
+    assert len(plans) == 2, "round 2's plan naming the deliverable was accepted at once"
+    second = prompt(plans[1])
+    assert must_not(second) == " none\nBlocked targets:\n  - none"
+    assert "reports/summary.md: No such file or directory" in second  # the planner sees why it failed
+    reply = tool_reply(turns(server, "create reports/")[1])
+    assert "refused" not in reply and "[exit code 0]" in reply
+    assert (ws / out).read_text() == "2\n" and (ws / "app.log").read_text() == "ok\nERROR disk\nok\nERROR net\n"
+    assert server.unused() == {}
+    with MemoryStore(artoo_env / "home") as store:  # nor does memory hold the deliverable against later tasks
+        assert [store.recent("tool:shell", f"path:{ws / p}", limit=5) for p in (out, "reports", "app.log")] == [[]] * 3

@@ -10,6 +10,7 @@ import pytest
 from artoo.config.settings import load_settings
 from artoo.tasks.tools import ToolBox
 from artoo.tasks.tools.shell import build_shell_argv, find_on_personal_path
+from artoo.tasks.tools.text import with_note
 from tests.processes import alive
 from tests.test_tools import Gate, make_box, run
 
@@ -149,3 +150,18 @@ def test_destructive_find_is_not_widened(tmp_path: Path, ws: Path) -> None:
     result = run(make_box(tmp_path, ws, gate).call("shell", {"command": "find . -maxdepth 1 -name '*.tmp' -delete"}))
     assert result.ok and gate.asked[0].command == "find . -maxdepth 1 -name '*.tmp' -delete"
     assert not (ws / "top.tmp").exists() and (ws / "sub" / "deep.tmp").exists()
+
+
+@pytest.mark.parametrize(("main", "note", "limit", "main_whole", "note_whole"), [
+    ("m" * 100, "n" * 100, 400, True, True),       # both fit: unchanged
+    ("m" * 2700, "n" * 2100, 4000, True, False),   # the note is cut to what is left; the output stays whole
+    ("m" * 3900, "n" * 2100, 4000, False, False),  # the note keeps its minimum, the output gives way
+    ("m" * 3000, "n" * 300, 4000, True, True),
+])
+def test_with_note_cuts_the_note_before_the_output(main: str, note: str, limit: int, main_whole: bool,
+                                                   note_whole: bool) -> None:
+    out = with_note(main, note, limit)
+    assert len(out) <= limit
+    assert (main in out) is main_whole and (note in out) is note_whole
+    assert out.startswith(main[:50]) and out.endswith(note[-50:])
+    assert out.count("n") >= min(len(note), 600 - 40)  # the note keeps at least its minimum (less its marker)

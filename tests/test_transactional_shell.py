@@ -107,6 +107,20 @@ def test_compute_reads_renames_and_ignores_copy_ups(tmp_path: Path, ws: Path) ->
     assert (ws / "keep.txt").exists() and not (ws / "kept.txt").exists()
 
 
+def test_the_committed_change_list_never_cuts_what_the_command_printed(tmp_path: Path, ws: Path) -> None:
+    """InterCode fs2 task 34: 2.7 kB printed and 28 files changed; the change list pushed the last lines out."""
+    box = make_box(tmp_path, ws, Gate(False))
+    command = ("mkdir out && for i in $(seq 10 43); do echo x > out/a-rather-long-file-name-number-$i.txt; "
+               "echo \"+ wrote out/a-rather-long-file-name-number-$i.txt, a line as long as sh -x prints\"; done")
+    result = run(box.call("shell", {"command": command}))
+    assert result.ok and "[changes committed]" in result.output and len(result.output) <= 4000
+    printed = [f"+ wrote out/a-rather-long-file-name-number-{i}.txt, a line as long as sh -x prints"
+               for i in range(10, 44)]
+    assert [line for line in result.output.splitlines() if line.startswith("+ wrote")] == printed
+    assert "[exit code 0]" in result.output and "characters omitted" in result.output  # the list was cut instead
+    assert len(list((ws / "out").iterdir())) == 34
+
+
 def test_a_hard_link_leaves_its_source_as_it_was(tmp_path: Path, ws: Path) -> None:
     """``ln`` copies its source up unchanged: committing must not rewrite it (a change the command never made)."""
     old = 1_600_000_000_000_000_000
@@ -116,6 +130,18 @@ def test_a_hard_link_leaves_its_source_as_it_was(tmp_path: Path, ws: Path) -> No
     assert linked.ok, linked.output
     assert (ws / "hard.txt").read_text() == "keep me" and (ws / "keep.txt").read_text() == "keep me"
     assert (ws / "keep.txt").stat().st_mtime_ns == old
+
+
+def test_touch_of_an_existing_file_sets_its_time_and_asks_nothing(tmp_path: Path, ws: Path) -> None:
+    """A ``touch`` copies the file up with the same content: no change to rule on, but the new time is applied."""
+    old = 1_600_000_000_000_000_000
+    os.utime(ws / "keep.txt", ns=(old, old))
+    box = make_box(tmp_path, ws, Gate(False))  # a question would be refused: none may be asked
+    touched = run(box.call("shell", {"command": "touch keep.txt"}))
+    assert touched.ok and "[changes committed]" not in touched.output, touched.output
+    assert (ws / "keep.txt").stat().st_mtime_ns > old and (ws / "keep.txt").read_text() == "keep me"
+    dated = run(box.call("shell", {"command": "touch -d '2021-06-01 12:00:00 UTC' keep.txt"}))
+    assert dated.ok and (ws / "keep.txt").stat().st_mtime == 1622548800, dated.output
 
 
 @pytest.fixture

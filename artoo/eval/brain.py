@@ -39,7 +39,8 @@ MISTAKES = ("wrong_path", "missing_flag", "nonzero_exit", "unproven_claim", "des
 DEFAULT_RATES = {"wrong_path": 0.25, "missing_flag": 0.25, "nonzero_exit": 0.2, "unproven_claim": 0.15,
                  "destructive": 0.15}
 """Chance that a task carries each mistake (independent draws per task and seed)."""
-ERROR_MARKERS = {"No such file or directory": "environmental", "GGS blocked": "environmental",
+MISSING = "No such file or directory"
+ERROR_MARKERS = {MISSING: "environmental", "GGS blocked": "environmental",
                  "[LAW1] denied": "environmental", "command not found": "environmental",
                  "unrecognized option": "logical", "invalid option": "logical", "unknown predicate": "logical",
                  "unknown option": "logical", "illegal option": "logical"}
@@ -267,13 +268,32 @@ def tool_body(content: str) -> str:
     return "\n".join(lines[start:end])
 
 
-def classify(text: str) -> str | None:
-    """The class of the first error marker in ``text``; a non-zero exit code is logical; None when clean."""
-    for marker, kind in ERROR_MARKERS.items():
-        if marker in text:
-            return kind
+def classify(text: str, command: str | None = None) -> str | None:
+    """The class of the first error marker in ``text``; a non-zero exit code is logical; None when clean.
+
+    Given the ``command``, a "No such file or directory" line in a run that did not exit non-zero counts
+    only when it names one of the command's own paths: then its input is missing.  A name the command met
+    below a directory it was given, and then mishandled (a file name with a space, split by ``xargs``), is
+    a flaw in its result, not a failed run.
+    """
     codes = EXIT.findall(text)
-    return "logical" if codes and codes[-1] != "0" else None
+    failed = bool(codes) and codes[-1] != "0"
+    for marker, kind in ERROR_MARKERS.items():
+        lines = [line for line in text.splitlines() if marker in line]
+        if marker == MISSING and command is not None and not failed:
+            lines = [line for line in lines if names_own_path(line, command)]
+        if lines:
+            return kind
+    return "logical" if failed else None
+
+
+def names_own_path(line: str, command: str) -> bool:
+    """True when an error line names a path or file name of ``command`` (as given, or with a suffix such as
+    gzip's ``.gz``), not a path below it: a name met while walking a directory is not the command's input."""
+    words = {w.strip("'\"();|&") for w in command.split() if not w.startswith("-")}
+    paths = {w for w in words if "/" in w or re.search(r"\w\.\w", w)}
+    return any(token.startswith(path) and not token[len(path):].startswith("/")
+               for token in re.split(r"[\s'\"`‘’:]+", line) for path in paths)
 
 
 def blocked_lines(prompt: str) -> list[str]:
@@ -312,7 +332,7 @@ def agent_verdict(prompt: str) -> dict:
     calls = [c for c in entries if c.startswith("shell: ")]
     last = calls[-1] if calls else ""
     command = last.removeprefix("shell: ").split(" → ", 1)[0]
-    error = classify(last.split(" → ", 1)[-1]) if last else None
+    error = classify(last.split(" → ", 1)[-1], command) if last else None
     verdicts, todo = [], []
     for criterion in criteria:
         options = re.findall(r"`([^`]+)`", criterion) if "uses the options" in criterion else []

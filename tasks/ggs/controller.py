@@ -348,7 +348,8 @@ def _reason(state: str, r: _Reading, p: GGSParams) -> str:
     if state == "refine":
         return f"{head} with {signal} and {env}: keep the approach and tighten its parameters."
     if state == "change_path":
-        return f"{head} on {plateau} with {env}: keep the approach but use a different target or path."
+        return (f"{head} on {plateau} with {env}: keep the approach but use a different target or path "
+                "(or create the missing folder the evidence shows).")
     if state == "change_approach":
         doubt = ", distrusting the improving trend" if r.urgency == "low" else ""
         return f"{head} with {signal} and {wrong}: switch method{doubt} and do not use the blocked tools."

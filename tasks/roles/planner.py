@@ -47,7 +47,8 @@ Rules:
 DIRECTIVE_MEANING = {
     "refine": "the approach is sound and improving: keep it, tighten parameters, avoid the blocked targets.",
     "change_path": "the approach is sound but the environment blocked it: keep the method, "
-                   "use different targets (other paths, queries, sources).",
+                   "use different targets (other paths, queries, sources) instead of the blocked ones; "
+                   "where the evidence shows only a missing folder, create it and keep the path the user named.",
     "change_approach": "the approach is wrong: switch to a different method; the blocked tools are out.",
     "break_symmetry": "stuck with a wrong approach: use a tool class not used before; "
                       "every tool of the failing subtasks is blocked.",

@@ -5,8 +5,8 @@ blocked tool is a logical failure, a blocked target or an unreachable world is a
 environmental one.  Before anything irreversible runs (a shell command the policy
 flags, a write onto an existing file) the gate asks the user; a denial is recorded in
 ``law1_denials`` and returned as ``[LAW1] denied: …``, an approval in ``approvals``.
-Output reaches the model as headTail(output, 4000); evidence is recorded by code as
-``name: input → firstN(output, 200)``.
+Output reaches the model as headTail(output, 4000), a committed change list cut before what the command
+printed (text.with_note); evidence is recorded by code as ``name: input → firstN(output, 200)``.
 
 Law 1 by effect (why: a judge of command text can never be complete): when overlayfs works
 here, every shell command runs on a copy-on-write view of the workspace (overlay.py); its
@@ -46,7 +46,7 @@ from artoo.tasks.tools import changeset, doors, files, overlay, sandbox, shell
 from artoo.tasks.tools.locate import locate
 from artoo.tasks.tools.models import Gate, PendingAction, ToolError, ToolResult
 from artoo.tasks.tools.specs import PRIMARY, SPECS
-from artoo.tasks.tools.text import first_n, head_tail
+from artoo.tasks.tools.text import first_n, head_tail, with_note
 from artoo.tasks.tools.web import DDG_URL, web_search
 
 
@@ -282,7 +282,8 @@ class ToolBox:
             raise ToolError(f"{prefix}timed out after {timeout:g}s (the command and its children were killed)"
                             f"\n{done.output}{settled}", "environmental")
         body = done.output.rstrip("\n")
-        text = f"{prefix}{body}{chr(10) if body else ''}[exit code {done.returncode}]{settled}"
+        text = with_note(f"{prefix}{body}{chr(10) if body else ''}[exit code {done.returncode}]", settled,
+                         self.settings.tools.head_tail_limit)  # the change list never crowds out what it printed
         if done.returncode == 0:
             return text
         signum = sandbox.killed_by(done.returncode)
@@ -315,7 +316,8 @@ class ToolBox:
         fuse = view.kind == "fuse"
         found = [c for layer in view.layers
                  for c in await asyncio.to_thread(changeset.compute, layer.upper, layer.root, fuse)]
-        if not found:
+        if not found:  # at most new times (``touch`` of an existing file): applied, nothing to rule on
+            await asyncio.to_thread(changeset.commit_times, view.layers, fuse)
             return ""
         self.last_change_set = [c.model_dump(mode="json") for c in found]
         refused = await asyncio.to_thread(changeset.unwritable, found)

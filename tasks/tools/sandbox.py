@@ -150,9 +150,17 @@ def limit_note(signum: int, limits: Limits) -> str:
 
 
 def scrubbed_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment without secrets or artoo's own settings (a command can print its env)."""
-    return {k: v for k, v in environ.items()
-            if not SECRET_NAME.search(k) and not k.upper().startswith(PRIVATE_PREFIXES)}
+    """The environment without secrets or artoo's own settings (a command can print its env), with
+    messages in English: which path a failed command blames is read from its error wording
+    (artoo.tasks.error_lines), and the models read it too.  Your character set, sorting, dates and
+    numbers stay yours: ``LC_ALL`` (which would override ``LC_MESSAGES``) becomes ``LANG``."""
+    env = {k: v for k, v in environ.items()
+           if not SECRET_NAME.search(k) and not k.upper().startswith(PRIVATE_PREFIXES)}
+    everything = env.pop("LC_ALL", "")
+    if everything:  # it overrode every LC_* variable: it is the locale of every category but messages
+        env = {k: v for k, v in env.items() if not k.startswith("LC_")} | {"LANG": everything}
+    env.pop("LANGUAGE", None)
+    return env | {"LC_MESSAGES": "C"}
 
 
 def describe(box: Sandbox, timeout_s: float) -> str:

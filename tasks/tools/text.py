@@ -39,6 +39,18 @@ def join_head_tail(head: str, tail: str, omitted: int, limit: int) -> str:
     return head[:keep_head] + MARKER.format(n=dropped) + tail_part
 
 
+def with_note(main: str, note: str, limit: int, note_min: int = 600) -> str:
+    """``main`` then ``note`` within ``limit``, the note cut first (down to ``note_min`` characters).
+
+    The note is artoo's own addition to a tool's output (the committed change set): it must not
+    push out what the command itself printed, which is the answer a user asked for.
+    """
+    if len(main) + len(note) <= limit:
+        return main + note
+    note = head_tail(note, min(len(note), max(note_min, limit - len(main))))
+    return head_tail(main, max(limit - len(note), 0)) + note
+
+
 def first_n(text: str, n: int = 200) -> str:
     """The first n characters, ending in … when cut (the evidence of a tool call)."""
     if len(text) <= n:

@@ -263,7 +263,21 @@ def test_scrubbed_env_keeps_the_ordinary_and_drops_secrets_and_artoo_settings():
     env = {"PATH": "/bin", "HOME": "/h", "LANG": "C", "OPENAI_BASE_URL": "u", "BRAIN_MODEL": "m", "TOOL_X": "t",
            "ARTOO_HOME": "a", "PREFECT_API_URL": "p", "AWS_SECRET_ACCESS_KEY": "s", "GH_TOKEN": "g",
            "DB_PASSWORD": "d", "api_key": "k", "SESSION_COOKIE": "c"}
-    assert scrubbed_env(env) == {"PATH": "/bin", "HOME": "/h", "LANG": "C"}
+    assert scrubbed_env(env) == {"PATH": "/bin", "HOME": "/h", "LANG": "C", "LC_MESSAGES": "C"}
+
+
+@pytest.mark.parametrize(("locale", "expected"), [
+    ({"LANG": "de_DE.UTF-8"}, {"LANG": "de_DE.UTF-8", "LC_MESSAGES": "C"}),
+    ({"LANG": "de_DE.UTF-8", "LC_MESSAGES": "de_DE.UTF-8", "LANGUAGE": "de:en"},
+     {"LANG": "de_DE.UTF-8", "LC_MESSAGES": "C"}),
+    # LC_ALL overrides every category, LC_MESSAGES too: it becomes LANG (the other LC_* it overrode go)
+    ({"LANG": "en_US.UTF-8", "LC_ALL": "fr_FR.UTF-8", "LC_TIME": "de_DE.UTF-8"},
+     {"LANG": "fr_FR.UTF-8", "LC_MESSAGES": "C"}),
+    ({"LC_TIME": "de_DE.UTF-8"}, {"LC_TIME": "de_DE.UTF-8", "LC_MESSAGES": "C"}),
+    ({}, {"LC_MESSAGES": "C"}),
+])
+def test_commands_speak_english_errors_in_the_users_locale(locale: dict, expected: dict):
+    assert scrubbed_env(locale) == expected
 
 
 @pytest.mark.parametrize("network", [False, True])

@@ -1,0 +1,89 @@
+"""What a failed command's error lines say about its paths: which path failed, and how.
+
+Why: when a command with several paths fails, the GGS must block the path that failed and
+leave its neighbours usable.  ``cp notes.txt backup/notes.txt`` failing with "cannot create
+regular file 'backup/notes.txt'" says nothing against the user's ``notes.txt``; ``python3
+analyze.py data.csv`` failing with "[Errno 2] ... 'data.csv'" says nothing against the
+script.  The failure model is pure (no file system), so the error's own words are the
+evidence, read the way coreutils, bash, dash, find, tar, sed, sort and Python write them.
+
+And a write whose *folder* is missing (``echo x > reports/r.md`` → "No such file or
+directory") is not a failed target at all: the fix is to create the folder and write the
+same path, often the very deliverable the user asked for.  Blocking it would make the task
+impossible, so such a path is marked ``missing_parent``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+ERRNO_TEXTS: tuple[str, ...] = (
+    "No such file or directory", "Permission denied", "Not a directory", "Is a directory",
+    "Read-only file system", "File exists", "Directory not empty", "No space left on device",
+    "Operation not permitted", "Disk quota exceeded", "File name too long", "Directory nonexistent",
+    "Too many levels of symbolic links",
+)
+"""strerror texts (and dash's "Directory nonexistent"): a line carrying one is an error line."""
+ERRNO_LINE = re.compile("|".join(re.escape(t) for t in ERRNO_TEXTS))
+"""Finds an errno text in a line: such a line is an error line."""
+_MISSING = ("No such file or directory", "Directory nonexistent")
+_QUOTED = re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"]")
+_CONTRACTION = re.compile(r"(?<=[A-Za-z])'(?=[a-z])")  # can't, doesn't: not a quote
+_MOVED_TO = re.compile(r"cannot (?:move|copy|rename|overwrite)\b.*? to ['‘`\"]([^'’`\"\n]+)['’`\"]")
+_CREATES = re.compile(r"\b(?:cannot (?:create|touch|overwrite)|failed to create)\b")
+"""Wordings of a failed write: the named path was to be made (cp, mkdir, touch, ln, dash's ``>``)."""
+_VERB_PREFIX = re.compile(r"^(?:cannot|failed to)(?: (?:create|read|open|access|stat|remove|write|touch|make|"
+                          r"directory|regular|file|symbolic|hard|link))+ ")
+_LINE_NO = re.compile(r"^(?:line )?\d+$")
+
+
+@dataclass(frozen=True)
+class ErrorPath:
+    """One path an error line names."""
+
+    path: str
+    """As the error wrote it (relative ones are relative to the command's directory)."""
+    missing_parent: bool
+    """A write that failed because the path's folder does not exist: the path itself is usable."""
+
+
+def error_paths(output: str, written: Collection[str] = ()) -> list[ErrorPath]:
+    """The paths ``output``'s error lines name, first seen first.
+
+    ``written`` are the paths the command writes as its words spell them (redirection
+    targets, ``tee`` files): bash reports a failed ``> out/r.md`` as ``out/r.md: No such file
+    or directory``, exactly as it reports a missing input, so only the command tells them apart.
+    """
+    found: dict[str, ErrorPath] = {}
+    for line in output.splitlines():
+        errno = ERRNO_LINE.search(line)
+        if errno is None:
+            continue
+        line = _CONTRACTION.sub("", line.replace("can't", "cannot"))
+        paths, creates = _line_paths(line)
+        for path in paths:
+            written_here = creates or path in written or line.startswith("tee: ")
+            entry = ErrorPath(path, missing_parent=written_here and errno.group(0) in _MISSING)
+            found.setdefault(path, entry)
+    return list(found.values())
+
+
+def _line_paths(line: str) -> tuple[list[str], bool]:
+    """The paths one error line names, and whether its wording says they were being created."""
+    moved = _MOVED_TO.search(line)
+    if moved:  # "cannot move 'a' to 'b'": a missing source is reported as "cannot stat 'a'", so b failed
+        return [moved.group(1)], True
+    creates = _CREATES.search(line) is not None
+    quoted = [q for q in _QUOTED.findall(line) if q.strip() and not ERRNO_LINE.search(q)]
+    if quoted:
+        return quoted, creates
+    fields = line.split(": ")
+    for i in range(2, len(fields)):  # "prog: [line N: ][verb ]PATH: [Cannot open: ]ERRNO"
+        if ERRNO_LINE.match(fields[i]) or fields[i].startswith("Cannot "):
+            candidate = _VERB_PREFIX.sub("", fields[i - 1].strip())
+            if _LINE_NO.match(candidate) or candidate.startswith("Cannot "):
+                return [], creates
+            return [candidate], creates or fields[i - 1].startswith(("cannot create", "cannot touch"))
+    return [], creates
