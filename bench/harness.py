@@ -117,7 +117,7 @@ def _loops(args, modes: dict[str, str | None], root: Path, say) -> dict[str, Sec
 
     names = list(modes)
     plan = loops_bench.needed(args.selection, names, args.quick)
-    jobs = loops_bench.make_jobs(plan, modes, args.repeats, args.latency, args.quick)
+    jobs = loops_bench.make_jobs(plan, modes, args.repeats, args.latency, args.quick, args.process_latency)
     warmups = {}
     for mode, api_url in modes.items():  # quick skips them: its first run per mode pays the start-up instead
         if not args.quick and any(m == mode for _, m in plan):

@@ -8,6 +8,7 @@ run side by side once, and each section reads what it needs.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from artoo.bench import scenarios
 from artoo.bench.chain import ROLES, spec_minimum_chain
@@ -29,10 +30,18 @@ def parallel_ns(quick: bool) -> tuple[int, ...]:
     return QUICK_NS if quick else PARALLEL_NS
 
 
-def builders(latency_s: float, quick: bool = False) -> dict[str, Callable[[int], scenarios.Scenario]]:
-    """Scenario key → builder taking the number of runs its server must answer."""
+def builders(latency_s: float, quick: bool = False,
+             slow_latency_s: float = PROJECTED_LATENCY) -> dict[str, Callable[[int], scenarios.Scenario]]:
+    """Scenario key → builder taking the number of runs its server must answer.
+
+    ``replans_slow`` is the replans story at ``slow_latency_s`` per call (a slower, more typical model):
+    measured, for comparison with the projection, never in place of the target's 0.3 s figure.
+    """
+    count = QUICK_REPLANS if quick else REPLANS
     out: dict[str, Callable[[int], scenarios.Scenario]] = {
-        "replans": lambda r: scenarios.replans(QUICK_REPLANS if quick else REPLANS, r, latency_s),
+        "replans": lambda r: scenarios.replans(count, r, latency_s),
+        "replans_slow": lambda r: replace(scenarios.replans(count, r, slow_latency_s),
+                                          name=f"{scenarios.replans(count).name} at {slow_latency_s:g} s/call"),
         "retry": lambda r: scenarios.retry(r, latency_s),
     }
     for n in PARALLEL_NS:
@@ -48,7 +57,7 @@ def needed(selection: set[str], modes: list[str], quick: bool = False) -> list[t
     """The (scenario key, mode) jobs the selected benchmarks read."""
     jobs: list[tuple[str, str]] = []
     if "overhead" in selection:
-        jobs += [(key, mode) for key in ("one", "par4", "replans") for mode in modes]
+        jobs += [(key, mode) for key in ("one", "par4", "replans", "replans_slow") for mode in modes]
     if "parallel" in selection:
         jobs += [(_par(n), mode) for n in parallel_ns(quick) for mode in modes]
     if "economy" in selection:
@@ -57,9 +66,10 @@ def needed(selection: set[str], modes: list[str], quick: bool = False) -> list[t
 
 
 def make_jobs(plan: list[tuple[str, str]], api_urls: dict[str, str | None], repeats: int,
-              latency_s: float, quick: bool = False) -> dict[tuple[str, str], Job]:
+              latency_s: float, quick: bool = False,
+              slow_latency_s: float = PROJECTED_LATENCY) -> dict[tuple[str, str], Job]:
     """One Job per planned (scenario, mode), its scenario scripted for ``repeats`` runs."""
-    build = builders(latency_s, quick)
+    build = builders(latency_s, quick, slow_latency_s)
     return {(key, mode): Job(build[key](repeats), mode, api_urls[mode]) for key, mode in plan}
 
 
@@ -74,7 +84,7 @@ def overhead_section(jobs: dict, modes: list[str], warmups: dict[str, float]) ->
     grid = table("orchestration overhead: wall time ÷ LLM critical path (ideal 1.0); medians",
                  ["scenario", "mode", "seq. requests", "critical s", "wall s", "head s", "between s", "tail s",
                   "overhead s", "ratio", "target", f"at {PROJECTED_LATENCY} s/call*"])
-    for key in ("one", "par4", "replans"):
+    for key in ("one", "par4", "replans", "replans_slow"):
         for mode in modes:
             runs = _runs(jobs, key, mode)
             if not runs:
@@ -85,9 +95,13 @@ def overhead_section(jobs: dict, modes: list[str], warmups: dict[str, float]) ->
             cells = [median([getattr(r, a) for r in runs]) for a in ("wall_s", "head_s", "between_s", "tail_s")]
             grid.add_row(name, mode, str(n), fmt(runs[0].critical_s), *[fmt(c) for c in cells], fmt(overhead),
                          fmt(ratio), f"≤ {limit}" if limit else "—", fmt(1 + overhead / (n * PROJECTED_LATENCY)))
+            note = f"median of {len(runs)} run(s)"
+            if key == "replans_slow":
+                note += (f"; measured at {runs[0].latency_s:g} s per call, not projected; no target of its own (the "
+                         f"≤ {OVERHEAD_TARGETS['replans']} target is judged on overhead.replans at the bench latency)")
             section.figures.append(Figure(f"overhead.{key}.{mode}", f"{name} · {mode}", ratio, "×",
                                           f"≤ {limit}" if limit else None, at_most(ratio, limit) if limit else None,
-                                          f"median of {len(runs)} run(s)"))
+                                          note))
             section.details[f"{key}.{mode}"] = [_run_json(r) for r in runs]
     section.tables.append(grid)
     section.notes.append(f"* projected, not measured: 1 + overhead ÷ (seq. requests × {PROJECTED_LATENCY} s), "

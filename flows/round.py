@@ -14,6 +14,7 @@ import asyncio
 from prefect import flow
 from prefect.logging import get_run_logger
 
+from artoo.config.compat import named as run_named
 from artoo.config.contracts import (
     DispatchManifest,
     MemoryQuery,
@@ -141,7 +142,7 @@ async def _run_groups(runtime_id: str, rt: Runtime, round_no: int, groups: list[
         for st in group:
             index += 1
             st = st.model_copy(update={"context": plan_rules.group_context(st.context, outcomes)}) if outcomes else st
-            named = subtask_flow.with_options(flow_run_name=subtask_run_name(round_no, index, st.intent))
+            named = run_named(subtask_flow, subtask_run_name(round_no, index, st.intent))
             runs.append(named(runtime_id, st, blocked_tools, blocked_targets, list(blocked_pairs)))
         outcomes.extend(await asyncio.gather(*runs))
     return outcomes

@@ -29,6 +29,7 @@ from prefect.logging import get_run_logger
 from prefect.runtime import flow_run
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
+from artoo.config.compat import named as run_named
 from artoo.config.contracts import FinalResult
 from artoo.config.errors import ArtooError
 from artoo.config.settings import Settings, load_settings
@@ -43,6 +44,9 @@ from artoo.tasks.prefect_tasks import failure_report_task, perceive_task
 from artoo.tasks.roles.planner import evidence_block
 from artoo.tasks.runtime import Runtime, drop, register
 from artoo.tasks.session import append_history, load_history
+
+READER_KEEP_S = 600.0
+"""The memory reader stays open across rounds (closed with the store at the run's end, or when a writer waits)."""
 
 
 class ExpectedFailureFilter(logging.Filter):
@@ -105,12 +109,21 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
                                 cost=cost_report(runtime.llm.records))
         raise
     finally:
+        await _flush_writes(runtime)
         if own_audit is not None:
             await own_audit.finish()
         drop(runtime_id)
         await runtime.llm.aclose()
         if runtime.store is not None:
             runtime.store.close()
+
+
+async def _flush_writes(runtime: Runtime) -> None:
+    """Every artifact written in the background lands before the run ends; a failed one is said, not raised."""
+    await runtime.writes.flush()
+    if runtime.writes.failures:
+        get_run_logger().warning("%d artifact write(s) failed: %s", len(runtime.writes.failures),
+                                 "; ".join(runtime.writes.failures))
 
 
 def _deployment_run() -> bool:
@@ -153,7 +166,7 @@ def _open_runtime(settings: Settings, workspace: Path, request: str) -> Runtime:
     try:
         from artoo.memory.backends import open_store
 
-        store = open_store(settings.home_dir, settings.memory)
+        store = open_store(settings.home_dir, settings.memory, reader_idle_s=READER_KEEP_S)
     except Exception as exc:  # memory is an aid, never a reason not to work
         logger.warning("memory store unavailable, planning without it: %s", exc)
     law1: list[str] = []
@@ -184,7 +197,7 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
     while True:
         blocked_tools = list(directive.blocked_tools) if directive else []
         blocked_targets = list(directive.blocked_targets) if directive else []
-        named = round_flow.with_options(flow_run_name=round_run_name(round_no, directive))
+        named = run_named(round_flow, round_run_name(round_no, directive))
         with in_scope(round=round_no):
             message = await named(runtime_id, spec, round_no, directive, blocked_tools, blocked_targets,
                                   prior_summary, evidence)
@@ -206,9 +219,9 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
     final = _with_law1(final, rt.law1_events)
     rt.bus.publish(final, "R7", "user")
     logger.info("final: %s (%d replans) — %s", final.directive, final.replans, final.summary)
-    await acreate_markdown_artifact(key=artifact_key("final", spec.task_id),
-                                    markdown=final_markdown(final, rt.llm.records),
-                                    description=f"FinalResult of `{spec.task_id}`")
+    markdown = final_markdown(final, rt.llm.records)
+    rt.writes.submit(lambda: acreate_markdown_artifact(key=artifact_key("final", spec.task_id), markdown=markdown,
+                                                       description=f"FinalResult of `{spec.task_id}`"))
     return final
 
 

@@ -14,8 +14,12 @@ from typing import Any
 from artoo.config.settings import MemoryParams
 
 
-def open_store(home: Path, params: MemoryParams | None = None) -> Any:
-    """A MemoryStore under ``home`` (duckdb) or a PostgresMemoryStore at ``params.postgres_url``."""
+def open_store(home: Path, params: MemoryParams | None = None, reader_idle_s: float | None = None) -> Any:
+    """A MemoryStore under ``home`` (duckdb) or a PostgresMemoryStore at ``params.postgres_url``.
+
+    ``reader_idle_s``: how long the DuckDB store keeps an idle read-only connection (its default when None);
+    a waiting writer closes it sooner.
+    """
     params = params or MemoryParams()
     if params.backend == "postgres":
         from artoo.memory.pg_store import PostgresMemoryStore
@@ -23,4 +27,6 @@ def open_store(home: Path, params: MemoryParams | None = None) -> Any:
         return PostgresMemoryStore(params.postgres_url, params)
     from artoo.memory.store import MemoryStore
 
-    return MemoryStore(home, params)
+    if reader_idle_s is None:
+        return MemoryStore(home, params)
+    return MemoryStore(home, params, reader_idle_s=reader_idle_s)

@@ -10,8 +10,10 @@ Design (why it is safe with many processes):
   own "file is locked" error never happens and nobody retries opening a file.
 * **Readers keep their connection open** (opening costs ~20 ms at 10⁷ rows; a point
   query ~2 ms) while they are busy, step aside before a query when a writer waits, and a
-  daemon thread closes a connection idle for ``reader_idle_s`` so writers are not
-  starved by a process that stopped querying.
+  daemon thread closes a connection idle for ``reader_idle_s`` — or idle at all while a
+  writer waits — so writers are not starved by a process that stopped querying.  A task
+  run keeps its reader across rounds (``open_store(..., reader_idle_s=…)``): reopening it
+  every round cost ~20 ms between two LLM calls.
 * **Queries see fresh experience at once**: potentials are one SQL statement over the
   pair's M/K rows united with the not-yet-ingested spool lines (artoo.memory.pending).
 * ``ingest`` moves spools into DuckDB exactly once (artoo.memory.ingest).
@@ -57,6 +59,8 @@ from artoo.memory.schema import LATEST_VERSION, compact, migrate, needs_compacti
 from artoo.memory.spool import ROTATE_BYTES, SpoolWriter, encode_megram, encode_recall, megram_problem
 
 log = logging.getLogger("artoo.memory")
+WRITER_CHECK_S = 0.2
+"""How often an idle reader checks for a waiting writer (only readers kept open longer than this check)."""
 
 _STORES: weakref.WeakSet[MemoryStore] = weakref.WeakSet()
 _FORK_LEFTOVERS: list[object] = []
@@ -358,13 +362,16 @@ class MemoryStore:
             self._reaper.start()
 
     def _reap(self) -> None:
+        """Close the reader once idle for ``reader_idle_s``, or at once when a writer waits (checked every
+        ``WRITER_CHECK_S``): a reader kept open for a long idle time (a task run's rounds) never makes a writer
+        wait for it."""
         with self._cv:
             while self._ro is not None:
                 remaining = self._last_use + self._idle_s - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or (remaining > WRITER_CHECK_S and self._lock.writer_waiting()):
                     self._close_reader()
                     return
-                self._cv.wait(remaining)
+                self._cv.wait(min(remaining, WRITER_CHECK_S))
 
     def _close_reader(self) -> None:
         if self._ro is not None:

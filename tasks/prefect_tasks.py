@@ -30,15 +30,23 @@ from artoo.config.contracts import (
 from artoo.config.errors import ArtooError
 from artoo.config.protocol import AgentVerdict, PlanAnswer, TaskVerdict
 from artoo.tasks.roles import agent_validator, executor, meta_validator, perceiver, planner
-from artoo.tasks.runtime import get_runtime
+from artoo.tasks.runtime import Runtime, get_runtime
 
 ROLE_TASK = {"cache_policy": NO_CACHE, "retries": 0, "persist_result": False}
+
+
+def asking(runtime_id: str) -> Runtime:
+    """The run's runtime, as a role is about to ask the model: the background writes go out now, while the run
+    waits for the LLM anyway (artoo.tasks.runtime.OrderedWrites)."""
+    rt = get_runtime(runtime_id)
+    rt.writes.start()
+    return rt
 
 
 @task(name="R1 · perceive", **ROLE_TASK)
 async def perceive_task(runtime_id: str, raw_input: str, history: list[dict]) -> TaskSpec:
     """R1: turn the request into a TaskSpec and send it to R2."""
-    rt = get_runtime(runtime_id)
+    rt = asking(runtime_id)
     spec = await perceiver.perceive(rt.llm, raw_input, history)
     get_run_logger().info("task %s: %s", spec.task_id, spec.intent)
     return spec
@@ -49,7 +57,7 @@ async def plan_task(runtime_id: str, spec: TaskSpec, calibration_block: str, dir
                     must_not_tools: set[str], must_not_targets: set[str], prior_summary: str,
                     problems: list[str] | None, suffix: str = "", evidence: str = "") -> PlanAnswer:
     """R2: ask the planner for a plan under the MUST NOT set (suffix names a re-ask)."""
-    rt = get_runtime(runtime_id)
+    rt = asking(runtime_id)
     answer = await planner.plan(rt.llm, spec, calibration_block, directive, must_not_tools, must_not_targets,
                                 prior_summary, problems, evidence)
     get_run_logger().info("plan: %d subtasks, %d task criteria", len(answer.subtasks), len(answer.task_criteria))
@@ -60,7 +68,7 @@ async def plan_task(runtime_id: str, spec: TaskSpec, calibration_block: str, dir
 async def execute_task(runtime_id: str, subtask: SubTask, toolbox: Any, correction: CorrectionSignal | None,
                        attempt: int) -> ExecutionResult:
     """R3: one execution attempt; the result goes to R4a."""
-    rt = get_runtime(runtime_id)
+    rt = asking(runtime_id)
     started = time.perf_counter()
     result = await executor.execute(rt.llm, subtask, toolbox, correction, rt.settings.tools.max_tool_calls)
     rt.tool_seconds += max(0.0, time.perf_counter() - started)
@@ -75,7 +83,7 @@ async def execute_task(runtime_id: str, subtask: SubTask, toolbox: Any, correcti
 @task(name="validate", task_run_name="validate · attempt {attempt}", **ROLE_TASK)
 async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResult, attempt: int) -> AgentVerdict:
     """R4a: score one attempt's evidence against the subtask's criteria."""
-    rt = get_runtime(runtime_id)
+    rt = asking(runtime_id)
     answer = await agent_validator.judge(rt.llm, subtask, result)
     if rt.decisions is not None:
         rt.decisions.verdict("R4a", answer, subtask_id=subtask.subtask_id, attempt=attempt)
@@ -90,7 +98,7 @@ async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResu
 async def meta_validate_task(runtime_id: str, manifest: DispatchManifest, outcomes: list[SubTaskOutcome],
                              merged: Any) -> TaskVerdict:
     """R4b: judge the task criteria against the merged output (only when every subtask matched)."""
-    rt = get_runtime(runtime_id)
+    rt = asking(runtime_id)
     answer = await meta_validator.judge_task(rt.llm, manifest, outcomes, merged)
     if rt.decisions is not None:
         rt.decisions.verdict("R4b", answer)
@@ -107,7 +115,7 @@ async def failure_report_task(runtime_id: str, spec: TaskSpec, final: FinalResul
 
     The report is an aid: when the call fails the GGS's own account stands, with a warning.
     """
-    rt = get_runtime(runtime_id)
+    rt = asking(runtime_id)
     logger = get_run_logger()
     try:
         report = await planner.failure_report(rt.llm, spec, final, trajectory)

@@ -47,3 +47,13 @@ def subflow_names(task_id: str | None = None) -> set[str]:
 def flow_runs_named(task_id: str | None, prefix: str) -> list:
     """Subflow runs of the newest artoo-task run whose name starts with ``prefix``."""
     return sorted((r for r in descendants(latest_task_run().id) if r.name.startswith(prefix)), key=lambda r: r.name)
+
+
+def artifact_versions(api_url: str, key: str, flow_run_id) -> list:
+    """Every version of the artifact ``key`` written by one flow run, oldest first (raw HTTP, as the UI reads)."""
+    import httpx
+
+    body = {"artifacts": {"key": {"any_": [key]}, "flow_run_id": {"any_": [str(flow_run_id)]}},
+            "sort": "CREATED_DESC", "limit": 200}
+    found = httpx.post(f"{api_url}/artifacts/filter", json=body, timeout=10).raise_for_status().json()
+    return list(reversed(found))

@@ -164,7 +164,8 @@ def test_harness_rejects_bad_options(argv):
 
 MODES = ("ephemeral", "local")
 EXPECTED = {
-    **{f"overhead.{s}.{m}": (s != "par4") for s in ("one", "par4", "replans") for m in MODES},
+    **{f"overhead.{s}.{m}": (s in ("one", "replans")) for s in ("one", "par4", "replans", "replans_slow")
+       for m in MODES},
     "overhead.process": True,
     "overhead.process_cold": True,
     **{f"parallel.n{n}.{m}": n == 8 for n in (1, 8) for m in MODES},

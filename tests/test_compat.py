@@ -75,3 +75,125 @@ def test_prefect_ephemeral_server_is_one_instance_per_process_and_stops():
     compat.stop_prefect_ephemeral_server()
     assert SubprocessASGIServer() is not first, "stop() no longer forgets the stopped instance"
     compat.stop_prefect_ephemeral_server()
+
+
+REBUILD_PROBE = """
+import json, logging, os, sys
+import prefect.main  # what `import prefect` runs: settings and logging built from this environment
+from prefect.logging.handlers import APILogHandler
+from prefect.settings import get_current_settings
+from artoo.config import compat
+
+before = get_current_settings().api.url
+runs = logging.getLogger("prefect.flow_runs")
+handler = next(h for h in runs.handlers if isinstance(h, APILogHandler))
+os.environ["PREFECT_API_URL"] = "http://127.0.0.1:9/api"
+os.chdir(sys.argv[1])
+stale = get_current_settings().api.url
+compat.rebuild_prefect_from_environment()
+rebuilt = get_current_settings()
+print(json.dumps({"before": before, "stale": stale, "url": rebuilt.api.url, "retries": rebuilt.client.max_retries,
+                  "handler_rebuilt": handler not in runs.handlers,
+                  "api_handler": any(isinstance(h, APILogHandler) for h in runs.handlers)}))
+"""
+
+
+def test_rebuild_prefect_from_environment_reads_the_new_environment_cwd_and_logging(tmp_path: Path):
+    """As the warm runner's child: Prefect imported under one environment, then another one and another cwd.
+
+    In a fresh process: this one's settings are the session's (tests/conftest.py), not the root ones.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "prefect.toml").write_text("[client]\nmax_retries = 7\n")  # Prefect reads it from the cwd
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"))
+    done = subprocess.run([sys.executable, "-c", REBUILD_PROBE, str(tmp_path)], env=env, capture_output=True,
+                          text=True, timeout=120, cwd=ROOT.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["before"] is None and seen["stale"] is None  # captured at import: the child's problem
+    assert seen["url"] == "http://127.0.0.1:9/api" and seen["retries"] == 7
+    assert seen["handler_rebuilt"] and seen["api_handler"]  # logging built again (the console's sees the new stderr)
+
+
+def test_a_named_subflow_is_created_with_its_name_taken_verbatim(prefect_api, monkeypatch):
+    """compat.named: the run is created with its name (no rename write), braces and all; other flows keep
+    Prefect's own path (created, then renamed)."""
+    import asyncio
+
+    from prefect import flow
+    from prefect.client.orchestration import PrefectClient, get_client
+    from prefect.runtime import flow_run
+
+    renamed: list[str] = []
+    rename, request = PrefectClient.set_flow_run_name, PrefectClient.request
+    flows_upserted: list[str] = []
+
+    async def spy(self, flow_run_id, name):
+        renamed.append(name)
+        return await rename(self, flow_run_id, name)
+
+    async def count(self, method, path, *args, **kwargs):
+        if (method, path) == ("POST", "/flows/"):
+            flows_upserted.append(kwargs["json"]["name"])
+        return await request(self, method, path, *args, **kwargs)
+
+    monkeypatch.setattr(PrefectClient, "set_flow_run_name", spy)
+    monkeypatch.setattr(PrefectClient, "request", count)
+
+    @flow(name="compat-child", persist_result=False)
+    async def child(x: int) -> tuple[str, str]:
+        return flow_run.name, str(flow_run.id)
+
+    @flow(name="compat-parent", flow_run_name="compat-parent-{x}", persist_result=False)
+    async def parent(x: int) -> list[tuple[str, str]]:
+        return [await compat.named(child, "subtask-1.1 · print {x} and {}")(x),
+                await compat.named(child, "subtask-1.2 · second")(x),
+                await compat.named(child, "subtask-1.3 · third")(x)]
+
+    runs = asyncio.run(parent(7))
+    assert [name for name, _ in runs] == ["subtask-1.1 · print {x} and {}", "subtask-1.2 · second",
+                                          "subtask-1.3 · third"]
+    assert flows_upserted == ["compat-parent", "compat-child"], (
+        "compat._create_run: the child flow must be created once, then its id reused")
+    assert renamed == ["compat-parent-7"], (
+        "compat.named_at_creation: a named subflow was renamed after creation (or the parent was not): "
+        "Prefect's AsyncFlowRunEngine.create_flow_run changed")
+    assert child.flow_run_name is None, "compat.named must not change the flow it copies"
+
+    async def stored(run_id: str):
+        async with get_client() as client:
+            return await client.read_flow_run(run_id)
+
+    for name, run_id in runs:
+        record = asyncio.run(stored(run_id))
+        assert (record.name, record.state.type.value) == (name, "COMPLETED")
+        assert record.parent_task_run_id is not None, "a named subflow must stay in its parent's run graph"
+
+
+def test_a_flow_id_the_server_does_not_know_is_forgotten_and_the_run_still_created(prefect_api):
+    """compat._create_run: a remembered flow id that the server refuses (a replaced database) is not fatal."""
+    import asyncio
+    import uuid
+
+    from prefect import flow
+    from prefect.runtime import flow_run
+    from prefect.settings import PREFECT_API_URL
+
+    @flow(name="compat-stale-child", persist_result=False)
+    async def child() -> str:
+        return flow_run.name
+
+    @flow(name="compat-stale-parent", persist_result=False)
+    async def parent() -> str:
+        return await compat.named(child, "subtask-9.1 · after a database swap")()
+
+    key = (str(PREFECT_API_URL.value()).rstrip("/") + "/", "compat-stale-child")
+    stale = uuid.uuid4()
+    compat._FLOW_IDS[key] = stale
+    assert asyncio.run(parent()) == "subtask-9.1 · after a database swap"
+    assert compat._FLOW_IDS[key] not in (stale, None), "the refused id must be replaced by the server's"

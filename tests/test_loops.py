@@ -7,12 +7,14 @@ files on disk.  The GGS's numbers for each story are worked out in the test docs
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import final_from, run_cli
-from tests.run_graph import flow_runs_named, subflow_names
+from tests.run_graph import artifact_versions, flow_runs_named, latest_task_run, subflow_names
 from tests.scenario_kit import (
     agent,
     call,
@@ -80,8 +82,11 @@ def test_environmental_failure_changes_path_then_accepts(scripted, artoo_env: Pa
     assert any(n.startswith("subtask-2.1 · find notes.txt") for n in names)
 
 
-def test_logical_plateau_breaks_symmetry_until_the_replan_budget_is_spent(scripted, artoo_env: Path):
-    """Every round fails logically with no tool used: D=1, P=1, |∇L| < ε → break_symmetry x3, then abandon."""
+def test_logical_plateau_breaks_symmetry_until_the_replan_budget_is_spent(scripted, artoo_env: Path, prefect_api):
+    """Every round fails logically with no tool used: D=1, P=1, |∇L| < ε → break_symmetry x3, then abandon.
+
+    The GGS's artifacts are written in the background: every round's version lands, in round order.
+    """
     crit = "the answer is 42"
     rounds = 4  # 1 + maxReplans
     server = scripted(scenario(
@@ -103,6 +108,15 @@ def test_logical_plateau_breaks_symmetry_until_the_replan_budget_is_spent(script
             "round-4 · break_symmetry"} <= names
     assert requests_by_schema(server).get("TaskVerdict") is None  # R4b never called: every round had a failure
     assert final["next_steps"], "an abandon must say what to try next"
+    run_id = latest_task_run().id
+    tables = artifact_versions(prefect_api, "ggs-find-answer", run_id)
+    rows = [json.loads(t["data"]) if isinstance(t["data"], str) else t["data"] for t in tables]
+    assert [len(r) for r in rows] == [1, 2, 3, 4]  # one version per round, each a row longer
+    written_by = [httpx.get(f"{prefect_api}/task_runs/{t['task_run_id']}", timeout=10).json()["name"] for t in tables]
+    assert written_by == [f"R7 · GGS round {n}" for n in range(1, rounds + 1)]  # each under its round's GGS task
+    assert len(artifact_versions(prefect_api, "loss-find-answer", run_id)) == rounds
+    (report,) = artifact_versions(prefect_api, "final-find-answer", run_id)
+    assert "abandoned" in report["data"]
 
 
 def test_worsening_twice_trips_the_law2_kill_switch(scripted, artoo_env: Path):

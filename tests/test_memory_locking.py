@@ -125,3 +125,15 @@ def test_closed_store_refuses_work(tmp_path):
         store.write(mk(1))
     with pytest.raises(RuntimeError, match="closed"):
         store.query_mk("intent:a_b_c", "env:local")
+
+
+def test_a_reader_kept_open_for_long_steps_aside_at_once_for_a_waiting_writer(tmp_path):
+    """A task run keeps its reader across rounds (a long idle time); a writer still gets the database promptly."""
+    reader = MemoryStore(tmp_path, reader_idle_s=600.0)
+    writer = MemoryStore(tmp_path, lock_timeout_s=5.0)  # would fail after 5 s if the reader held on for its idle time
+    assert reader.stats()["total"] == 0  # the reader now holds a read-only connection, then idles
+    writer.write(mk(1))
+    assert writer.ingest() == 1  # EnvironmentalFailure ("memory store busy") if the reader kept the database
+    assert reader.stats()["total"] == 1  # reopened for the next query, with the writer's rows
+    reader.close()
+    writer.close()

@@ -3,8 +3,9 @@
 The controller (artoo.tasks.ggs.controller) decides; this wrapper makes the decision legible
 in the Prefect UI (a log line with D, P, Ω, L, ∇L, directive, urgency, blocked tools and
 targets; a table artifact ``ggs-<task_id>`` and a picture ``loss-<task_id>``, both updated every
-round), publishes the PlanDirective or FinalResult on the bus, and hands the Megrams to the memory
-store fire-and-forget.  It also appends R5's negative feedback against each SOP the round's
+round, written in the background in order and flushed before the run ends), publishes the
+PlanDirective or FinalResult on the bus, and hands the Megrams to the memory store
+fire-and-forget.  It also appends R5's negative feedback against each SOP the round's
 calibration served and the outcome contradicted (artoo.memory.feedback), once per task.
 The GGS is the only writer of memory.
 """
@@ -44,18 +45,15 @@ async def ggs_task(runtime_id: str, controller: GGSController, message: OutcomeS
         rt.decisions.ggs(task_id=controller.task_id, intent=controller.intent, round_no=round_no,
                          elapsed_ms=elapsed_ms, params=params, message=message, decision=decision,
                          paused_ms=paused_ms)
-    await asyncio.gather(  # two independent API writes: one round trip of waiting, not two
-        acreate_table_artifact(
-            key=artifact_key("ggs", controller.task_id),
-            table=[{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
-                   for row in decision.trajectory],
-            description=f"GGS loss trajectory of task `{controller.task_id}`: one row per round.",
-        ),
+    table = [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()} for row in decision.trajectory]
+    picture = trajectory_markdown(controller.task_id, decision.trajectory)
+    rt.writes.submit(lambda: asyncio.gather(  # off the critical path: the next round does not wait for them
+        acreate_table_artifact(key=artifact_key("ggs", controller.task_id), table=table,
+                               description=f"GGS loss trajectory of task `{controller.task_id}`: one row per round."),
         acreate_markdown_artifact(
-            key=artifact_key("loss", controller.task_id), markdown=trajectory_markdown(controller.task_id,
-                                                                                      decision.trajectory),
+            key=artifact_key("loss", controller.task_id), markdown=picture,
             description=f"GGS loss trajectory of `{controller.task_id}` as a picture: L, D, P, Ω by round."),
-    )
+    ))
     for megram in decision.megrams:
         rt.bus.publish(megram, "R7", "R5")
         if rt.store is not None:
