@@ -147,8 +147,8 @@ class PrefectServer:
         # The UI asks /ui-settings where the API is; without this it answers port 4200 whatever --port says.
         env["PREFECT_UI_API_URL"] = self.api_url
         env.setdefault("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false")
-        # Store events every 0.5 s (default 5 s) so the embedded audit pass after `artoo run` does not wait for them.
-        env.setdefault("PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL", "0.5")
+        # Store events every 0.1 s (default 5 s) so the embedded audit pass after `artoo run` hardly waits for them.
+        env.setdefault("PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL", "0.1")
         for key, value in SCHEDULER_DEFAULTS.items():
             env.setdefault(key, value)
         if self.database_url:
