@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
+import time
 from pathlib import Path
 
 
@@ -14,3 +17,29 @@ def alive(pid: int) -> bool:
         return False
     status = Path(f"/proc/{pid}/status")
     return not (status.exists() and "State:\tZ" in status.read_text())
+
+
+def read_until(stream, marker: bytes, timeout_s: float) -> bytes:
+    """Read ``stream`` (a pipe or a pty) until ``marker`` shows, it closes, or ``timeout_s`` passes."""
+    seen, deadline = b"", time.monotonic() + timeout_s
+    while marker not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([stream], [], [], 0.5)
+        if ready:
+            chunk = os.read(stream if isinstance(stream, int) else stream.fileno(), 65536)
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+def wait_for_command(argv: list[str], timeout_s: float) -> None:
+    """Wait until a process runs exactly ``argv`` (e.g. the sandboxed ``sleep 60`` a story's tool started)."""
+    wanted = b"".join(a.encode() + b"\0" for a in argv)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            with contextlib.suppress(OSError):
+                if cmdline.read_bytes() == wanted:
+                    return
+        time.sleep(0.1)
+    raise AssertionError(f"no `{' '.join(argv)}` process started")

@@ -7,7 +7,6 @@ The test types lines on the master side and reads what a person would see.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pty
 import re
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import wait_for_command
 from tests.scenario_kit import (
     agent,
     call,
@@ -36,18 +36,6 @@ from tests.scenario_kit import (
 pytestmark = pytest.mark.usefixtures("prefect_api")
 ARTOO = str(Path(sys.executable).with_name("artoo"))
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|\r")
-
-
-def sleeping(timeout_s: float) -> None:
-    """Wait until a ``sleep 60`` process runs (the sandboxed tool command), so Ctrl-C lands inside it."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-            with contextlib.suppress(OSError):
-                if cmdline.read_bytes() == b"sleep\x0060\x00":
-                    return
-        time.sleep(0.1)
-    raise AssertionError("no `sleep 60` process started")
 
 
 class Terminal:
@@ -126,7 +114,7 @@ def test_law1_is_asked_inline_and_ctrl_c_cancels_the_task_not_the_repl(scripted,
         assert not victim.exists()
         term.type("wait a minute")
         term.read_until("→ sleep a minute", 120)
-        sleeping(60)  # the executor is inside `sleep 60` now (its sandboxed process runs)
+        wait_for_command(["sleep", "60"], 60)  # the executor is inside `sleep 60` now (its sandboxed process runs)
         os.kill(proc.pid, signal.SIGINT)
         term.read_until("cancelled", 60)
         term.read_until("artoo>", 60)

@@ -9,30 +9,17 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.processes import read_until
 from tests.scenario_kit import deletion_scenario
 
 ARTOO = str(Path(sys.executable).with_name("artoo"))
 QUESTION = b"Approve? [y/N]"
-
-
-def read_until(stream, marker: bytes, timeout_s: float) -> bytes:
-    seen, deadline = b"", time.monotonic() + timeout_s
-    while marker not in seen and time.monotonic() < deadline:
-        ready, _, _ = select.select([stream], [], [], 0.5)
-        if ready:
-            chunk = os.read(stream.fileno(), 65536)
-            if not chunk:
-                break
-            seen += chunk
-    return seen
 
 
 @pytest.mark.slow

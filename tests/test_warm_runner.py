@@ -10,13 +10,11 @@ with ``ARTOO_SERVER__WARM_RUNNER=false``.  Marked slow: every command is a real 
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
 import pty
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -27,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from artoo import warm
-from tests.processes import alive
+from tests.processes import alive, read_until, wait_for_command
 from tests.scenario_kit import (
     agent,
     call,
@@ -205,7 +203,7 @@ def test_ctrl_c_on_the_terminal_cancels_the_warm_child(home: Home):
                             preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
     os.close(slave)
     try:
-        read_until_sleeping(60)
+        wait_for_command(["sleep", "67"], 60)
         child = home.served(proc.pid)
         assert child is not None and alive(child)
         os.write(master, b"\x03")  # the terminal's Ctrl-C: SIGINT to the client's process group only
@@ -232,7 +230,7 @@ def test_a_killed_client_interrupts_its_warm_child(home: Home):
     proc = subprocess.Popen([ARTOO, "run", "wait a minute"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=env)
     try:
-        read_until_sleeping(60)
+        wait_for_command(["sleep", "67"], 60)
         child = home.served(proc.pid)
         assert child is not None and alive(child)
         proc.kill()
@@ -306,27 +304,3 @@ def test_a_killed_runner_means_the_next_command_runs_in_process_and_a_new_runner
         brain.stop()
     assert code == 0 and json.loads(out)["directive"] == "accept", err[-2000:]
     assert home.served(pid) is not None and home.runner_pid() != killed
-
-
-def read_until(stream, marker: bytes, timeout_s: float) -> bytes:
-    seen, deadline = b"", time.monotonic() + timeout_s
-    while marker not in seen and time.monotonic() < deadline:
-        ready, _, _ = select.select([stream], [], [], 0.5)
-        if ready:
-            chunk = os.read(stream.fileno(), 65536)
-            if not chunk:
-                break
-            seen += chunk
-    return seen
-
-
-def read_until_sleeping(timeout_s: float) -> None:
-    """Wait until a ``sleep 67`` process runs (the sandboxed tool command)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-            with contextlib.suppress(OSError):
-                if cmdline.read_bytes() == b"sleep\x0067\x00":
-                    return
-        time.sleep(0.1)
-    raise AssertionError("no `sleep 67` process started")
