@@ -311,9 +311,9 @@ def test_arguments_may_arrive_as_json_text(tmp_path: Path, ws: Path) -> None:
     assert result.ok and result.output.startswith("42")
 
 
-def test_evidence_keeps_first_200_characters(tmp_path: Path, ws: Path) -> None:
+def test_evidence_keeps_first_200_characters_and_how_the_command_ended(tmp_path: Path, ws: Path) -> None:
     result = run(make_box(tmp_path, ws).call("shell", {"command": "printf '%0300d' 0"}))
-    assert result.evidence == "shell: printf '%0300d' 0 → " + "0" * 199 + "…"
+    assert result.evidence == "shell: printf '%0300d' 0 → " + "0" * 199 + "… [exit code 0]"
 
 
 def test_gate_that_raises_counts_as_denial(tmp_path: Path, ws: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from artoo.config.settings import load_settings
 from artoo.tasks.tools import ToolBox
 from artoo.tasks.tools.shell import build_shell_argv, find_on_personal_path
-from artoo.tasks.tools.text import with_note
+from artoo.tasks.tools.text import evidence_of, with_note
 from tests.processes import alive
 from tests.test_tools import Gate, make_box, run
 
@@ -165,3 +165,23 @@ def test_with_note_cuts_the_note_before_the_output(main: str, note: str, limit: 
     assert (main in out) is main_whole and (note in out) is note_whole
     assert out.startswith(main[:50]) and out.endswith(note[-50:])
     assert out.count("n") >= min(len(note), 600 - 40)  # the note keeps at least its minimum (less its marker)
+
+
+@pytest.mark.parametrize(("text", "n", "expected"), [
+    ("ok\n[exit code 0]", 200, "ok\n[exit code 0]"),  # whole: nothing to add
+    ("x" * 300 + "\n[exit code 2]", 10, "x" * 9 + "… [exit code 2]"),
+    ("x" * 300 + "\n[exit code 137]\n[killed by SIGKILL: a hard limit]", 10,
+     "x" * 9 + "… [exit code 137] [killed by SIGKILL: a hard limit]"),
+    ("x" * 300 + "\n[exit code 0]\n[changes committed]\ncreated /w/a (3 B)", 10, "x" * 9 + "… [exit code 0]"),
+    ("[exit code 1]\n" + "y" * 300, 20, "[exit code 1]\n" + "y" * 5 + "…"),  # already shown: not repeated
+    ("z" * 300, 10, "z" * 9 + "…"),  # a read_file's text has no status line
+])
+def test_evidence_of_keeps_how_a_long_command_ended(text: str, n: int, expected: str):
+    assert evidence_of(text, n) == expected
+
+
+def test_a_long_failing_command_reads_as_failed_in_the_validators_evidence(tmp_path: Path, ws: Path) -> None:
+    """300 characters printed, then exit 3: R4a's entry is cut at evidence_chars but still says exit code 3."""
+    result = run(make_box(tmp_path, ws).call("shell", {"command": "printf '%0300d\\n' 0; exit 3"}))
+    assert not result.ok and len(result.evidence) < 300
+    assert result.evidence.endswith("… [exit code 3]"), result.evidence

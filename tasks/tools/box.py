@@ -46,7 +46,7 @@ from artoo.tasks.tools import changeset, doors, files, overlay, sandbox, shell
 from artoo.tasks.tools.locate import locate
 from artoo.tasks.tools.models import Gate, PendingAction, ToolError, ToolResult
 from artoo.tasks.tools.specs import PRIMARY, SPECS
-from artoo.tasks.tools.text import first_n, head_tail, with_note
+from artoo.tasks.tools.text import evidence_of, head_tail, with_note
 from artoo.tasks.tools.web import DDG_URL, web_search
 
 
@@ -154,7 +154,7 @@ class ToolBox:
         ok = not isinstance(outcome, ToolError)
         output = head_tail(str(outcome), limit).replace("\x00", "\ufffd")  # PostgreSQL cannot store NUL
         shown = shown.replace("\x00", "\ufffd")
-        evidence = f"{name}: {shown} → {first_n(output, self.settings.tools.evidence_chars)}"
+        evidence = f"{name}: {shown} → {evidence_of(output, self.settings.tools.evidence_chars)}"
         failure = None if ok else outcome.failure_class
         return ToolResult(ok=ok, output=output, failure_class=failure, evidence=evidence)
 

@@ -9,6 +9,8 @@ tail and only counts the rest.
 
 from __future__ import annotations
 
+import re
+
 MARKER = "\n… {n} characters omitted …\n"
 
 
@@ -56,6 +58,23 @@ def first_n(text: str, n: int = 200) -> str:
     if len(text) <= n:
         return text
     return text[: max(n - 1, 0)] + "…"
+
+
+_STATUS = re.compile(r"^\[(?:exit code -?\d+|killed by [^\]\n]*)\]$", re.MULTILINE)
+"""How a command ended, as the shell tool writes it on a line of its own."""
+
+
+def evidence_of(text: str, n: int = 200) -> str:
+    """``first_n`` of a tool's output, followed, when the cut hid it, by how the command ended.
+
+    The validators judge from these entries ("the tool calls, recorded by code, are the ground
+    truth"): a command that printed 300 characters and then exited 2 must not read as a success.
+    """
+    shown = first_n(text, n)
+    if shown == text:
+        return text
+    status = dict.fromkeys(m.group(0) for m in _STATUS.finditer(text) if m.end() > n - 1)
+    return shown + "".join(f" {line}" for line in status)
 
 
 class HeadTailBuffer:
