@@ -72,8 +72,11 @@ def main(argv: list[str]) -> int:
     listener.listen(64)  # clients queue here while the imports below run
     started = time.monotonic()
     fingerprint = warm.fingerprint()  # before the imports: a file changed meanwhile makes it stale
-    for name in PRELOAD:
-        importlib.import_module(name)
+    for name in PRELOAD:  # a module another dependency version lacks only costs its import later
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            log(f"preload skipped {name}: {exc}")
     loaded = [m for m in CLI_MODULES if m in sys.modules]
     if loaded:
         log(f"not serving: {loaded} were imported before fork (their consoles would miss the client's terminal)")
