@@ -85,5 +85,5 @@ def _line_paths(line: str) -> tuple[list[str], bool]:
             candidate = _VERB_PREFIX.sub("", fields[i - 1].strip())
             if _LINE_NO.match(candidate) or candidate.startswith("Cannot "):
                 return [], creates
-            return [candidate], creates or fields[i - 1].startswith(("cannot create", "cannot touch"))
+            return [candidate], creates
     return [], creates

@@ -6,7 +6,7 @@ environmental one.  Before anything irreversible runs (a shell command the polic
 flags, a write onto an existing file) the gate asks the user; a denial is recorded in
 ``law1_denials`` and returned as ``[LAW1] denied: …``, an approval in ``approvals``.
 Output reaches the model as headTail(output, 4000), a committed change list cut before what the command
-printed (text.with_note); evidence is recorded by code as ``name: input → firstN(output, 200)``.
+printed (text.with_note); evidence is ``name: input → firstN(output, 200)`` plus how a cut command ended.
 
 Law 1 by effect (why: a judge of command text can never be complete): when overlayfs works
 here, every shell command runs on a copy-on-write view of the workspace (overlay.py); its
