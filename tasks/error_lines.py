@@ -8,9 +8,10 @@ script.  The failure model is pure (no file system), so the error's own words ar
 evidence, read the way coreutils, bash, dash, find, tar, sed, sort and Python write them.
 
 And a write whose *folder* is missing (``echo x > reports/r.md`` → "No such file or
-directory") is not a failed target at all: the fix is to create the folder and write the
-same path, often the very deliverable the user asked for.  Blocking it would make the task
-impossible, so such a path is marked ``missing_parent``.
+directory"; ``mv a.log archive/`` → "cannot move 'a.log' to 'archive/': Not a directory",
+GNU's wording when ``archive/`` does not exist) is not a failed target at all: the fix is to
+create the folder and write the same path, often the very deliverable the user asked for.
+Blocking it would make the task impossible, so such a path is marked ``missing_parent``.
 """
 
 from __future__ import annotations
@@ -65,9 +66,15 @@ def error_paths(output: str, written: Collection[str] = ()) -> list[ErrorPath]:
         paths, creates = _line_paths(line)
         for path in paths:
             written_here = creates or path in written or line.startswith("tee: ")
-            entry = ErrorPath(path, missing_parent=written_here and errno.group(0) in _MISSING)
+            missing = errno.group(0) in _MISSING or (creates and _into_missing_folder(path, errno.group(0)))
+            entry = ErrorPath(path, missing_parent=written_here and missing)
             found.setdefault(path, entry)
     return list(found.values())
+
+
+def _into_missing_folder(path: str, errno: str) -> bool:
+    """``mv a archive/`` / ``cp a archive/`` into a folder that is not there: "'archive/': Not a directory"."""
+    return path.endswith("/") and errno == "Not a directory"
 
 
 def _line_paths(line: str) -> tuple[list[str], bool]:

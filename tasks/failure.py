@@ -240,7 +240,11 @@ def blamed_targets(call: ToolCall) -> list[str]:
     none of its paths: they were never touched, and blocking them (in this task and, through
     memory, in later ones) would punish a folder for a missing program.  When the error names
     a path under one of the call's targets, that path is blamed: ``find /system -empty -exec
-    rm -r {} ;`` complaining about ``/system/a/b`` blames that one.
+    rm -r {} ;`` complaining about ``/system/a/b`` blames that one.  When the errors name only
+    paths that are none of the call's targets (a bare folder name ``tar czf b.tgz notes.txt
+    photos`` could not stat, a file a script opened, a ``cd`` folder), those named paths are
+    blamed and the call's own targets are not: the user's ``notes.txt`` and the deliverable
+    ``b.tgz`` did nothing wrong.
     """
     output = call.output or ""
     if call.tool == "shell" and _MISSING_PROGRAM.search(output):
@@ -251,8 +255,8 @@ def blamed_targets(call: ToolCall) -> list[str]:
     workspace = _workspace_of(call) or "/"
     named = [(normalise(e.path, workspace), e.missing_parent) for e in error_paths(output, written)]
     inside = [(path, parent) for path, parent in named if any(_within(path, t) for t in call.targets)]
-    if inside:  # ``find /system … -exec rm`` complaining about /system/a/b blames /system/a/b, not /system
-        return list(dict.fromkeys(path for path, parent in inside if not parent))
+    if named:  # ``find /system … -exec rm`` complaining about /system/a/b blames /system/a/b, not /system
+        return list(dict.fromkeys(path for path, parent in inside or named if not parent))
     if len(call.targets) < 2:
         return list(call.targets)
     mentioned = [t for t in call.targets if _named_in_errors(t, output)]

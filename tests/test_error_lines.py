@@ -32,6 +32,11 @@ def ep(path: str, missing_parent: bool = False) -> ErrorPath:
     ("mv: cannot move 'draft.md' to 'reports/final.md': No such file or directory", (),
      [ep("reports/final.md", True)]),
     ("mv: cannot move 'a' to '/srv/a': Permission denied", (), [ep("/srv/a")]),
+    # GNU's words for a move or copy into a folder that is not there: the folder can be made
+    ("mv: cannot move 'logs/a.log' to 'archive/': Not a directory", (), [ep("archive/", True)]),
+    ("cp: cannot create regular file 'archive/': Not a directory", (), [ep("archive/", True)]),
+    ("mv: cannot stat 'afile/': Not a directory", (), [ep("afile/")]),  # a source, never made
+    ("cp: cannot create regular file 'notes.txt/x': Not a directory", (), [ep("notes.txt/x")]),
     # unquoted: prog: [line N: ][verb ]PATH: [Cannot open: ]ERRNO
     ("cat: notes/x.txt: No such file or directory", (), [ep("notes/x.txt")]),
     ("grep: logs/*.log: No such file or directory", (), [ep("logs/*.log")]),

@@ -155,10 +155,21 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
     ([outcome(calls=[call("shell", "echo done > /srv/r/out.txt", ok=False, cls="environmental",
                           output="bash: line 1: /srv/r/out.txt: Permission denied\n[exit code 1]")])],
      [("/srv/r/out.txt", "shell")]),
-    # a path the error names outside every target is no one's target: the call's own target is blamed
+    # the errors name only paths that are no target of the call: those failed, the call's own targets did not
     ([outcome(calls=[call("shell", "python3 /ws/run.py", ok=False, cls="environmental",
                           output="cat: /etc/app.conf: Permission denied\n[exit code 1]")])],
-     [("/ws/run.py", "shell")]),
+     [("/etc/app.conf", "shell")]),
+    ([outcome(calls=[shell_fail("tar czf backup.tgz notes.txt photos",
+                                "tar: photos: Cannot stat: No such file or directory\n"
+                                "tar: Exiting with failure status due to previous errors")])],
+     [("/ws/photos", "shell")]),  # not the user's notes.txt, not the deliverable backup.tgz
+    ([outcome(calls=[shell_fail("cd reports && grep -c ERROR /ws/app.log > summary.md",
+                                "bash: line 1: cd: reports: No such file or directory")])],
+     [("/ws/reports", "shell")]),  # not the user's app.log
+    ([outcome(calls=[shell_fail("wc -l logs/*.log", "wc: logs/b.log: Permission denied\n  3 logs/a.log")])],
+     [("/ws/logs/b.log", "shell")]),  # the file the glob reached, not the whole glob
+    ([outcome(calls=[shell_fail("mkdir -p logs && mv logs/old.log archive/",
+                                "mv: cannot move 'logs/old.log' to 'archive/': Not a directory")])], []),
     # a user's file beside a failing write, the way real commands fail: only the path the error names
     ([outcome(calls=[shell_fail("cp notes.txt /srv/b/notes.txt",
                                 "cp: cannot create regular file '/srv/b/notes.txt': Permission denied")])],
