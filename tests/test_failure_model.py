@@ -301,12 +301,15 @@ def test_evidence_block_quotes_calls_output_and_advice_fenced():
     assert text.count(FENCE_OPEN) == 3  # two outputs and the advice, each fenced
 
 
-def test_evidence_block_names_what_worked_first_without_its_output():
-    worked = outcome("matched", calls=[READ_OK], what="read notes.txt")
+def test_evidence_block_names_what_worked_first_with_its_result_not_its_calls_output():
+    worked = outcome("matched", calls=[READ_OK], what="read notes.txt").model_copy(
+        update={"output": "the notes say: ship on friday " + "y" * 900})
     text = evidence_block([outcome(calls=[WRITE_DENIED_ROOT], what="write the summary")], [worked])
     assert text.startswith("- Subtask 'read notes.txt': met its criteria with: read_file notes.txt. "
-                           "Keep this step's method and targets.")
-    assert "alpha" not in text  # a matched call's output is not quoted (only failures are evidence)
+                           "Keep this step's method and targets.\n  Its result (pass it to the steps")
+    assert "alpha" not in text  # a matched call's raw output is not quoted (only failures are evidence) …
+    assert f"{FENCE_OPEN}result of read notes.txt" in text and "ship on friday" in text  # … its result is
+    assert "y" * 400 not in text  # capped
     assert "Tool call: write_file /srv/r/summary.md — failed (environmental)" in text
     assert evidence_block([], [outcome("matched", what="fine")]) == (
         "- Subtask 'fine': met its criteria with: no tool call. Keep this step's method and targets.")

@@ -18,6 +18,8 @@ EVIDENCE_CALL_CHARS = 600
 """Characters of one tool call's output quoted to the planner on a replan."""
 EVIDENCE_CALLS = 6
 """Most tool calls quoted per failed subtask (the last ones: they ended the attempt)."""
+WORKED_RESULT_CHARS = 400
+"""Characters of a matched subtask's result quoted to the planner on a replan."""
 
 TOOLS = """Tools the executor has, in priority order (it picks the highest applicable):
 1. locate — find personal files anywhere in the user's home (fast index). Use for files outside the project.
@@ -114,21 +116,28 @@ def _call_lines(outcome: SubTaskOutcome) -> list[str]:
 
 def _worked_lines(matched: list[SubTaskOutcome]) -> list[str]:
     """One line per subtask that met its criteria: what worked, so a replan keeps it rather than redoing it
-    another way (the directive blames only what failed)."""
+    another way (the directive blames only what failed); then its validated result, fenced, so a plan may
+    hand it to the step that failed (round 1 found the three largest logs; only the summary must be redone)."""
     lines = []
     for outcome in matched:
+        name = outcome.intent or outcome.subtask_id
         calls = "; ".join(f"{c.tool} {c.input}" for c in outcome.calls[-EVIDENCE_CALLS:] if c.ok) or "no tool call"
-        lines.append(cap(f"- Subtask '{outcome.intent or outcome.subtask_id}': met its criteria with: {calls}. "
+        lines.append(cap(f"- Subtask '{name}': met its criteria with: {calls}. "
                          "Keep this step's method and targets.", EVIDENCE_CALL_CHARS))
+        result = as_text(outcome.output).strip() if outcome.output is not None else ""
+        if result:
+            lines.append("  Its result (pass it to the steps that need it instead of redoing this one):")
+            lines.append(fence_untrusted(f"result of {name}", cap(result, WORKED_RESULT_CHARS)))
     return lines
 
 
 def evidence_block(outcomes: list[SubTaskOutcome], matched: list[SubTaskOutcome] = ()) -> str:
-    """What the last round tried and why it fell short, per failed subtask, for the replan prompt; first,
-    in one line each, the ``matched`` subtasks of that round (what worked, which nothing blames).
+    """What the last round tried and why it fell short, per failed subtask, for the replan prompt; first
+    the ``matched`` subtasks of that round (what worked, which nothing blames, and what it produced).
 
     Tool output and the validator's words are fenced (they quote the world) and capped; a matched
-    subtask's calls are named without their output (the arguments are the model's own words).
+    subtask's calls are named without their output (the arguments are the model's own words), and
+    its result (the answer R4a validated) follows, fenced and capped.
     """
     parts = _worked_lines(list(matched))
     for outcome in outcomes:

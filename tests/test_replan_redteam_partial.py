@@ -1,0 +1,129 @@
+"""Red-team stories for the replan (#13), part 3: half-done rounds, claimed successes, repeated plans.
+
+A round rarely fails whole.  Group 1 finds what group 2 needs and group 2 botches the write;
+a model says "backup.tgz written" over a ``tar`` that exited 2; a planner sends back the very
+plan the rules just rejected.  Each story asserts what the NEXT round was shown and allowed
+(the prompt, the MUST NOT set, the tools offered, what the toolbox ran) and what memory kept.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from artoo.memory.store import MemoryStore
+from artoo.tasks.tools import overlay, sandbox
+from tests.conftest import final_from, run_cli
+from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
+from tests.test_replan_redteam import tool_reply, turns
+from tests.test_replan_stories import bodies, must_not, offered, prompt
+
+pytestmark = pytest.mark.usefixtures("prefect_api")
+needs_overlay = pytest.mark.skipif(sandbox.find_bwrap() is None or overlay.overlay_problem() is not None,
+                                   reason="the story commits a shell command's change set (bubblewrap, overlayfs)")
+
+
+def run_json(request: str) -> tuple[int, dict]:
+    code, out, _ = run_cli("run", "--json", request)
+    return code, final_from(out)
+
+
+@needs_overlay
+def test_a_claimed_backup_over_a_failed_tar_blames_the_missing_folder_not_the_users_notes(scripted, artoo_env: Path,
+                                                                                          monkeypatch):
+    """``tar czf backup.tgz notes.txt photos`` exits 2 ("tar: photos: Cannot stat"), yet the model
+    says "backup.tgz written with the notes and the photos".  R4a is shown the exit code beside the
+    claim and fails it (environmental) → D = 1, P = 0 → change_path.
+
+    Only ``photos`` (the bare folder name the error names) is blocked: not the user's notes.txt, not
+    the deliverable backup.tgz, so round 2's ``tar czf backup.tgz notes.txt Pictures`` is accepted at
+    once and runs, and memory holds nothing against notes.txt or backup.tgz.
+    """
+    monkeypatch.setenv("ARTOO_GGS__MAX_RETRIES", "0")
+    ws = artoo_env / "workspace"
+    (ws / "Pictures").mkdir(parents=True)
+    (ws / "notes.txt").write_text("meeting at ten\n")
+    (ws / "Pictures" / "cat.jpg").write_text("not really a jpeg\n")
+    c, claim = "backup.tgz holds notes.txt and the photos", "backup.tgz written with the notes and the photos"
+    server = scripted(scenario(
+        TaskSpec=[spec("backup_notes", "back up notes.txt and my photos folder into backup.tgz")],
+        Plan=[plan([subtask("archive notes.txt and photos", [c], context="tar czf backup.tgz notes.txt photos",
+                            tools=["shell"])], ["the backup exists"]),
+              plan([subtask("archive notes.txt and Pictures", [c], context="tar czf backup.tgz notes.txt Pictures",
+                            tools=["shell"])], ["the backup exists"])],
+        tools=[call("shell", command="tar czf backup.tgz notes.txt photos"), done(claim),
+               call("shell", command="tar czf backup.tgz notes.txt Pictures"), done("backup.tgz written")],
+        AgentVerdict=[agent(verdict(c, False, "environmental", "tar: photos: Cannot stat, exit code 2"),
+                            wrong="there is no photos folder", todo="archive the folder the photos are in"),
+                      agent(verdict(c, True, evidence="tar exited 0"))],
+        TaskVerdict=[task_verdict(verdict("the backup exists", True))],
+    ))
+    code, final = run_json("back up notes.txt and my photos folder into backup.tgz")
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "change_path")
+    judged = prompt(bodies(server, "AgentVerdict")[0])  # the claim, and the ground truth beside it
+    assert claim in judged and "Cannot stat" in judged and "[exit code 2]" in judged
+    plans = bodies(server, "Plan")
+    assert len(plans) == 2, "round 2's plan naming notes.txt and backup.tgz was accepted at once"
+    assert must_not(prompt(plans[1])) == f" none\nBlocked targets:\n  - {ws / 'photos'}"
+    reply = tool_reply(turns(server, "archive notes.txt and Pictures")[1])
+    assert "refused" not in reply and "[exit code 0]" in reply and "LAW1" not in reply
+    with tarfile.open(ws / "backup.tgz") as archive:
+        assert sorted(archive.getnames()) == ["Pictures", "Pictures/cat.jpg", "notes.txt"]
+    assert (ws / "notes.txt").read_text() == "meeting at ten\n"
+    with MemoryStore(artoo_env / "home") as store:
+        kept = {name: len(store.recent("tool:shell", f"path:{ws / name}", limit=5))
+                for name in ("notes.txt", "backup.tgz", "photos")}
+    assert kept == {"notes.txt": 0, "backup.tgz": 0, "photos": 1}
+    assert server.unused() == {}
+
+
+def test_group_one_found_the_logs_so_round_two_only_redoes_the_botched_summary(scripted, artoo_env: Path,
+                                                                                monkeypatch):
+    """Group 1 finds the three largest logs (matched); group 2 writes the summary with write_file to
+    summary.md instead of reports/summary.md, and R4a says so (logical) → D = 1/2, P = 1, ∇L = 0 →
+    break_symmetry: write_file is blocked, shell (group 1's tool, which worked) is not.
+
+    Round 2's planner is shown group 1's result (the three names), so a plan that only redoes the
+    summary, with shell, handing it those names, is accepted at once; nothing of group 1 is blocked.
+    """
+    monkeypatch.setenv("ARTOO_GGS__MAX_RETRIES", "0")
+    ws = artoo_env / "workspace"
+    (ws / "logs").mkdir(parents=True)
+    for name, size in (("a.log", 10), ("b.log", 400), ("c.log", 300), ("d.log", 200)):
+        (ws / "logs" / name).write_text("x" * size)
+    found, wrote = "three log names are printed, largest first", "reports/summary.md names the three largest logs"
+    largest = "logs/b.log\nlogs/c.log\nlogs/d.log"
+    summary = "# largest logs\n- logs/b.log\n- logs/c.log\n- logs/d.log\n"
+    server = scripted(scenario(
+        TaskSpec=[spec("largest_logs", "summarise the three largest logs into reports/summary.md")],
+        Plan=[plan([subtask("find the three largest logs", [found], tools=["shell"]),
+                    subtask("write the summary", [wrote], 2, tools=["write_file"])], ["the summary exists"]),
+              plan([subtask("write reports/summary.md with shell", [wrote], tools=["shell"],
+                            context="the three largest logs, found last round: logs/b.log logs/c.log logs/d.log")],
+                   ["the summary exists"])],
+        tools=[call("shell", command="ls -S logs/*.log | head -3"), done(largest),
+               call("write_file", path="summary.md", content=summary), done("summary written"),
+               call("shell", command="mkdir -p reports && printf '# largest logs\\n- logs/b.log\\n- logs/c.log\\n"
+                                     "- logs/d.log\\n' > reports/summary.md"), done("reports/summary.md written")],
+        AgentVerdict=[agent(verdict(found, True, evidence="ls -S printed three names")),
+                      agent(verdict(wrote, False, "logical", "write_file wrote summary.md, not reports/summary.md"),
+                            wrong="the summary is at the wrong path", todo="write reports/summary.md"),
+                      agent(verdict(wrote, True, evidence="printf exited 0"))],
+        TaskVerdict=[task_verdict(verdict("the summary exists", True))],
+    ))
+    code, final = run_json("summarise the three largest logs into reports/summary.md")
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "break_symmetry")
+    plans = bodies(server, "Plan")
+    assert len(plans) == 2, "the plan redoing only the summary was accepted at once"
+    second = prompt(plans[1])
+    assert "REPLAN DIRECTIVE from the controller: break_symmetry" in second and "D=0.500 P=1.000" in second
+    assert must_not(second) == " write_file\nBlocked targets:\n  - none"
+    worked = second.split("- Subtask 'find the three largest logs': met its criteria with: ", 1)[1]
+    assert worked.startswith("shell ls -S logs/*.log | head -3.") and largest in worked.split("- Subtask", 1)[0]
+    redo = turns(server, "write reports/summary.md with shell")
+    assert "shell" in offered(redo[0]) and "write_file" not in offered(redo[0])
+    assert "[exit code 0]" in tool_reply(redo[1])
+    assert (ws / "reports" / "summary.md").read_text() == summary
+    assert server.unused() == {}
