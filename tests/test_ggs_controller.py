@@ -227,6 +227,27 @@ def test_replan_budget_spent_abandons_with_chain_of_directives():
         controller.evaluate(rr([failing(1, 1)]), 0)
 
 
+NO_PLAN = out("failed", [v("the subtask is done: produce a valid plan")], "logical", intent="produce a valid plan")
+
+
+@pytest.mark.parametrize(("rounds", "unmet"), [
+    # the last rounds ran no plan (the planner broke the rules): the user's own criterion is still named
+    ([rr([failing(1, 1, "environmental", [A_CSV], "count ")]), rr([NO_PLAN])],
+     ["count 0", "the subtask is done: produce a valid plan"]),
+    # a criterion that passed in a later round is no longer unmet; one that failed only later is
+    ([rr([out("failed", [v("a"), v("b", "pass")], "logical")]), rr([out("failed", [v("a", "pass"), v("b")],
+                                                                         "logical")])], ["b"]),
+    # the same criterion every round is named once
+    ([rr([failing(1, 1)]), rr([failing(1, 1)])], ["c0"]),
+])
+def test_an_abandon_names_every_criterion_still_open(rounds, unmet):
+    final = run(ctrl(GGSParams(max_replans=len(rounds) - 1)), rounds)[-1].final
+    assert final is not None and final.directive == "abandon"
+    assert final.summary.split("still unmet: ", 1)[1].split(". ", 1)[0].rstrip(".") == "; ".join(unmet)
+    assert [s for s in final.next_steps if s.startswith("Resolve")] == [f"Resolve the unmet criterion: {c}"
+                                                                        for c in unmet]
+
+
 # --- MUST NOT injection --------------------------------------------------------------------------
 
 def test_blocked_targets_accumulate_across_rounds():

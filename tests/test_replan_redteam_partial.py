@@ -16,6 +16,7 @@ import pytest
 from artoo.memory.store import MemoryStore
 from artoo.tasks.tools import overlay, sandbox
 from tests.conftest import final_from, run_cli
+from tests.run_graph import subflow_names
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 from tests.test_replan_redteam import tool_reply, turns
 from tests.test_replan_stories import bodies, must_not, offered, prompt
@@ -126,4 +127,39 @@ def test_group_one_found_the_logs_so_round_two_only_redoes_the_botched_summary(s
     assert "shell" in offered(redo[0]) and "write_file" not in offered(redo[0])
     assert "[exit code 0]" in tool_reply(redo[1])
     assert (ws / "reports" / "summary.md").read_text() == summary
+    assert server.unused() == {}
+
+
+def test_a_planner_that_resends_the_rejected_plan_is_stopped_by_the_budget_and_told_honestly(scripted,
+                                                                                             artoo_env: Path):
+    """Round 1: ``wc -l /srv/logz/app.log`` → No such file → change_path, the path blocked.  The
+    planner then sends the identical plan every time (it ignores the directive): each is re-asked
+    once, rejected again, and the round fails without running anything: D = 1, P = 1 (a logical
+    failure of the plan), ∇L > ε → change_approach, then a plateau → break_symmetry, then the replan
+    budget abandons.  Nothing rejected reaches a tool, memory counts the one real failure once, and
+    the abandon names the user's unmet criterion (not only "produce a valid plan") and the blocked path.
+    """
+    c, typo = "the log's line count is printed", "/srv/logz/app.log"
+    same = plan([subtask("count the log lines", [c], context=f"wc -l {typo}", tools=["shell"])], ["counted"])
+    server = scripted(scenario(
+        TaskSpec=[spec("count_log", "count the app log lines")],
+        Plan=[same] * 7,
+        tools=[call("shell", command=f"wc -l {typo}"), done("no such file", status="failed")],
+        AgentVerdict=[agent(verdict(c, False, "environmental", "No such file or directory"))],
+        FailureReport=[{"answer": {"achieved": "nothing", "blocked_by": "the plan", "try_next": []}}],
+    ))
+    code, final = run_json("count the app log lines")
+    assert (code, final["directive"], final["replans"]) == (1, "abandon", 3)
+    assert {"round-2 · change_path", "round-3 · change_approach", "round-4 · break_symmetry"} <= subflow_names(
+        final["task_id"])
+    plans = [prompt(b) for b in bodies(server, "Plan")]
+    assert len(plans) == 7 and all(f"subtask 1 reuses blocked target '{typo}'" in p for p in plans[2::2])
+    assert len(bodies(server, "tools")) == 2  # round 1's two turns: nothing rejected ever reached a tool
+    summary = final["summary"]
+    assert "the replan budget is spent (3 of 3" in summary and f"reuses blocked target '{typo}'" in summary
+    assert c in summary.split("still unmet: ", 1)[1]  # the user's goal, not only "produce a valid plan"
+    assert f"Resolve the unmet criterion: {c}" in final["next_steps"]
+    assert f"Check these inputs, which failed for environmental reasons: {typo}" in final["next_steps"]
+    with MemoryStore(artoo_env / "home") as store:  # one failure, one Megram: the rejected rounds ran nothing
+        assert len(store.recent("tool:shell", f"path:{typo}", limit=5)) == 1
     assert server.unused() == {}

@@ -99,6 +99,7 @@ class GGSController:
         self._tools_ever: dict[str, None] = {}
         self._tried: dict[str, None] = {}
         self._persistence: Counter[str] = Counter()
+        self._open: dict[str, None] = {}
         self._trajectory: list[dict] = []
         self._final: FinalResult | None = None
 
@@ -120,6 +121,7 @@ class GGSController:
         state, reason = self._decide(reading, accepted=isinstance(message, OutcomeSummary))
         failing = failing_criteria(reading.outcomes, reading.task_verdicts)
         self._persistence.update(dict(failing))
+        self._track_open(reading, failing)
         self._accumulate_targets(reading.outcomes)
         self._refused.update(dict.fromkeys(refusals(reading.outcomes)))
         tools = self._blocked_tools(state, reading.outcomes)
@@ -177,6 +179,14 @@ class GGSController:
             return "abandon", "budget"
         return state, None
 
+    def _track_open(self, reading: _Reading, failing: list[tuple[str, int]]) -> None:
+        """Criteria that failed in some round and have not passed in any round since (first failed first)."""
+        passed = [v.criterion.strip() for o in reading.outcomes for v in o.criteria_verdicts if v.verdict == "pass"]
+        passed += [v.criterion.strip() for v in reading.task_verdicts if v.verdict == "pass"]
+        for criterion in passed:
+            self._open.pop(criterion, None)
+        self._open.update(dict.fromkeys(c for c, _ in failing))
+
     def _accumulate_targets(self, outcomes: list[SubTaskOutcome]) -> None:
         """The targets of the calls an environmental failure belongs to join blocked_targets for the task.
 
@@ -212,7 +222,10 @@ class GGSController:
 
     def _final_result(self, state: str, reason: str | None, message: OutcomeSummary | ReplanRequest,
                       reading: _Reading, loss_: Loss, failing: list[tuple[str, int]]) -> FinalResult:
-        unmet = [c for c, _ in sorted(failing, key=lambda item: -self._persistence[item[0]])]
+        # An abandon names every criterion still open, not only the last round's: a last round whose plan
+        # the rules rejected ran nothing, and its "produce a valid plan" must not hide the user's own goal.
+        still = list(self._open) if state == "abandon" else [c for c, _ in failing]
+        unmet = sorted(still, key=lambda c: -self._persistence[c])
         summary = self._summary(state, reason, message, reading, unmet)
         return FinalResult(
             task_id=self.task_id, summary=summary, output=_merged_output(message, reading.outcomes),
