@@ -33,8 +33,9 @@ _MISSING = ("No such file or directory", "Directory nonexistent")
 _QUOTED = re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"]")
 _CONTRACTION = re.compile(r"(?<=[A-Za-z])'(?=[a-z])")  # can't, doesn't: not a quote
 _MOVED_TO = re.compile(r"cannot (?:move|copy|rename|overwrite)\b.*? to ['‘`\"]([^'’`\"\n]+)['’`\"]")
-_CREATES = re.compile(r"\b(?:cannot (?:create|touch|overwrite)|failed to create)\b")
-"""Wordings of a failed write: the named path was to be made (cp, mkdir, touch, ln, dash's ``>``)."""
+_CREATES = re.compile(r"\b(?:cannot (?:create|touch|overwrite)|failed to create)\b|^(?:mv|cp|ln|install): target ")
+"""Wordings of a failed write: the named path was to be made (cp, mkdir, touch, ln, dash's ``>``; the
+folder several files were moved or copied into: ``mv: target 'archive/': No such file or directory``)."""
 _VERB_PREFIX = re.compile(r"^(?:cannot|failed to)(?: (?:create|read|open|access|stat|remove|write|touch|make|"
                           r"directory|regular|file|symbolic|hard|link))+ ")
 _LINE_NO = re.compile(r"^(?:line )?\d+$")

@@ -36,6 +36,9 @@ def ep(path: str, missing_parent: bool = False) -> ErrorPath:
     ("mv: cannot move 'logs/a.log' to 'archive/': Not a directory", (), [ep("archive/", True)]),
     ("cp: cannot create regular file 'archive/': Not a directory", (), [ep("archive/", True)]),
     ("mv: cannot stat 'afile/': Not a directory", (), [ep("afile/")]),  # a source, never made
+    ("mv: target 'archive/': No such file or directory", (), [ep("archive/", True)]),  # several sources
+    ("cp: target 'out': No such file or directory", (), [ep("out", True)]),
+    ("mv: target '/srv/a/': Permission denied", (), [ep("/srv/a/")]),
     ("cp: cannot create regular file 'notes.txt/x': Not a directory", (), [ep("notes.txt/x")]),
     # unquoted: prog: [line N: ][verb ]PATH: [Cannot open: ]ERRNO
     ("cat: notes/x.txt: No such file or directory", (), [ep("notes/x.txt")]),

@@ -2,13 +2,20 @@
 
 A round rarely fails whole.  Group 1 finds what group 2 needs and group 2 botches the write;
 a model says "backup.tgz written" over a ``tar`` that exited 2; a planner sends back the very
-plan the rules just rejected.  Each story asserts what the NEXT round was shown and allowed
-(the prompt, the MUST NOT set, the tools offered, what the toolbox ran) and what memory kept.
+plan the rules just rejected; a person refuses an ``rm`` and then approves the move they asked
+for, once a move into a missing folder has taught the next plan to create it.  Each story asserts
+what the NEXT round was shown and allowed (the prompt, the MUST NOT set, the tools offered, what
+the toolbox ran) and what memory kept.
 """
 
 from __future__ import annotations
 
+import os
+import select
+import subprocess
+import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -163,3 +170,79 @@ def test_a_planner_that_resends_the_rejected_plan_is_stopped_by_the_budget_and_t
     with MemoryStore(artoo_env / "home") as store:  # one failure, one Megram: the rejected rounds ran nothing
         assert len(store.recent("tool:shell", f"path:{typo}", limit=5)) == 1
     assert server.unused() == {}
+
+
+ARTOO = str(Path(sys.executable).with_name("artoo"))
+QUESTION = b"Approve? [y/N]"
+
+
+def answer_in_turn(args: list[str], answers: list[bytes]) -> tuple[int, str, list[str]]:
+    """A real ``artoo`` process whose Law-1 questions a person answers one by one: (exit code, stdout, questions)."""
+    proc = subprocess.Popen([ARTOO, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ))
+    asked, questions = b"", []
+    try:
+        for answer in answers:
+            deadline = time.monotonic() + 120
+            while asked.count(QUESTION) <= len(questions) and time.monotonic() < deadline and proc.poll() is None:
+                if select.select([proc.stderr], [], [], 0.5)[0]:
+                    asked += os.read(proc.stderr.fileno(), 65536)
+            assert asked.count(QUESTION) > len(questions), asked[-2000:].decode(errors="replace")
+            questions.append(asked.rsplit(QUESTION, 1)[0][-1500:].decode(errors="replace"))
+            proc.stdin.write(answer)
+            proc.stdin.flush()
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, out.decode(), questions
+
+
+@needs_overlay
+@pytest.mark.slow  # a real artoo process a person answers twice
+def test_a_refused_rm_leaves_the_move_allowed_and_a_move_into_a_missing_folder_blocks_nothing(scripted,
+                                                                                             artoo_env: Path,
+                                                                                             monkeypatch):
+    """"Make room: move the 2023 logs into archive/".  Round 1 deletes them instead (``rm``): the person
+    says no → denied, nothing deleted → change_path.  Round 2 may move them (the refusal is a constraint
+    on ``rm``, no blocked target, no memory), but ``mv logs/2023-*.log archive/`` fails: archive/ does not
+    exist ("mv: target 'archive/': No such file or directory") → change_path with nothing blocked (it
+    was blocked, and round 3's plan re-asked, until error_lines read that wording), so round 3's ``mkdir -p
+    archive/ && mv …`` is accepted at once; the person says yes to the move and the task is accepted.
+    """
+    monkeypatch.setenv("ARTOO_LAW1_MODE", "console")
+    monkeypatch.setenv("ARTOO_GGS__MAX_RETRIES", "0")
+    ws = artoo_env / "workspace"
+    (ws / "logs").mkdir(parents=True)
+    for name in ("2023-01.log", "2023-02.log", "2024-01.log"):
+        (ws / "logs" / name).write_text(f"{name}\n")
+    c, moved = "the 2023 logs are in archive/ and gone from logs/", "mv logs/2023-*.log archive/"
+    server = scripted(scenario(
+        TaskSpec=[spec("archive_logs", "make room: move the 2023 logs into archive/")],
+        Plan=[plan([subtask("delete the 2023 logs", [c], context="rm logs/2023-*.log", tools=["shell"])], ["room"]),
+              plan([subtask("move the 2023 logs", [c], context=moved, tools=["shell"])], ["room"]),
+              plan([subtask("create archive/ and move the 2023 logs", [c], context=f"mkdir -p archive/ && {moved}",
+                            tools=["shell"])], ["room"])],
+        tools=[call("shell", command="rm logs/2023-*.log"), done("the user said no", status="failed"),
+               call("shell", command=moved), done("archive/ is missing", status="failed"),
+               call("shell", command=f"mkdir -p archive/ && {moved}"), done("moved")],
+        AgentVerdict=[agent(verdict(c, False, "environmental", "mv: target 'archive/': No such file"),
+                            wrong="archive/ does not exist", todo="create archive/ first"),
+                      agent(verdict(c, True, evidence="the change set renamed both logs into archive/"))],
+        TaskVerdict=[task_verdict(verdict("room", True))],
+    ))
+    code, out, questions = answer_in_turn(["run", "--json", "make room: move the 2023 logs into archive/"],
+                                          [b"n\n", b"y\n"])
+    final = final_from(out)
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 2, "change_path")
+    assert "deleted" in questions[0] and "renamed" in questions[1] and "archive/2023-01.log" in questions[1]
+    assert sorted(p.name for p in (ws / "archive").iterdir()) == ["2023-01.log", "2023-02.log"]
+    assert [p.name for p in (ws / "logs").iterdir()] == ["2024-01.log"]
+    second, third = (prompt(b) for b in bodies(server, "Plan")[1:])
+    assert "The user REFUSED" in second and "shell rm logs/2023-*.log — [LAW1] denied" in second
+    assert must_not(second) == must_not(third) == " none\nBlocked targets:\n  - none"
+    assert "mv: target 'archive/': No such file or directory" in third  # the planner sees why
+    assert len(bodies(server, "Plan")) == 3 and server.unused() == {}
+    with MemoryStore(artoo_env / "home") as store:  # neither the "no" nor the missing folder is a failed target
+        assert [store.recent("tool:shell", f"path:{ws / p}", limit=5) for p in
+                ("archive", "logs/2023-*.log", "logs/2023-01.log")] == [[]] * 3
