@@ -39,6 +39,8 @@ folder several files were moved or copied into: ``mv: target 'archive/': No such
 _VERB_PREFIX = re.compile(r"^(?:cannot|failed to)(?: (?:create|read|open|access|stat|remove|write|touch|make|"
                           r"directory|regular|file|symbolic|hard|link))+ ")
 _LINE_NO = re.compile(r"^(?:line )?\d+$")
+_CD = re.compile(r"(?:^|: )cd: ")
+"""bash's word for a folder ``cd`` could not enter: ``bash: line 1: cd: reports: No such file or directory``."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ def error_paths(output: str, written: Collection[str] = ()) -> list[ErrorPath]:
     ``written`` are the paths the command writes as its words spell them (redirection
     targets, ``tee`` files): bash reports a failed ``> out/r.md`` as ``out/r.md: No such file
     or directory``, exactly as it reports a missing input, so only the command tells them apart.
+    A folder ``cd`` could not enter is where a command that writes anything would have written.
     """
     found: dict[str, ErrorPath] = {}
     for line in output.splitlines():
@@ -66,7 +69,8 @@ def error_paths(output: str, written: Collection[str] = ()) -> list[ErrorPath]:
         line = _CONTRACTION.sub("", line.replace("can't", "cannot"))
         paths, creates = _line_paths(line)
         for path in paths:
-            written_here = creates or path in written or line.startswith("tee: ")
+            entered = bool(written) and _CD.search(line) is not None  # ``cd reports && … > summary.md``
+            written_here = creates or entered or path in written or line.startswith("tee: ")
             missing = errno.group(0) in _MISSING or (creates and _into_missing_folder(path, errno.group(0)))
             entry = ErrorPath(path, missing_parent=written_here and missing)
             found.setdefault(path, entry)

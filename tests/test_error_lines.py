@@ -47,6 +47,9 @@ def ep(path: str, missing_parent: bool = False) -> ErrorPath:
     ("sort: cannot read: x.txt: No such file or directory", (), [ep("x.txt")]),
     ("tar: /backup/l.tgz: Cannot open: No such file or directory", (), [ep("/backup/l.tgz")]),
     ("bash: cd: /srv/x: No such file or directory", (), [ep("/srv/x")]),
+    # … but a command that writes after entering a missing folder would have written there: make it
+    ("bash: line 1: cd: reports: No such file or directory", ("summary.md",), [ep("reports", True)]),
+    ("bash: line 1: cd: reports: Permission denied", ("summary.md",), [ep("reports")]),
     ("wc: report/n.txt: No such file or directory\n     3 total", (), [ep("report/n.txt")]),
     # bash says the same for a missing input and an output into a missing folder: the command decides
     ("bash: line 1: reports/r.md: No such file or directory", ("reports/r.md",), [ep("reports/r.md", True)]),

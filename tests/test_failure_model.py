@@ -163,9 +163,11 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
                                 "tar: photos: Cannot stat: No such file or directory\n"
                                 "tar: Exiting with failure status due to previous errors")])],
      [("/ws/photos", "shell")]),  # not the user's notes.txt, not the deliverable backup.tgz
+    ([outcome(calls=[shell_fail("cd /srv/logz && grep -c ERROR /ws/app.log",
+                                "bash: line 1: cd: /srv/logz: No such file or directory")])],
+     [("/srv/logz", "shell")]),  # not the user's app.log
     ([outcome(calls=[shell_fail("cd reports && grep -c ERROR /ws/app.log > summary.md",
-                                "bash: line 1: cd: reports: No such file or directory")])],
-     [("/ws/reports", "shell")]),  # not the user's app.log
+                                "bash: line 1: cd: reports: No such file or directory")])], []),  # make it
     ([outcome(calls=[shell_fail("wc -l logs/*.log", "wc: logs/b.log: Permission denied\n  3 logs/a.log")])],
      [("/ws/logs/b.log", "shell")]),  # the file the glob reached, not the whole glob
     ([outcome(calls=[shell_fail("mkdir -p logs && mv logs/old.log archive/",

@@ -246,3 +246,38 @@ def test_a_refused_rm_leaves_the_move_allowed_and_a_move_into_a_missing_folder_b
     with MemoryStore(artoo_env / "home") as store:  # neither the "no" nor the missing folder is a failed target
         assert [store.recent("tool:shell", f"path:{ws / p}", limit=5) for p in
                 ("archive", "logs/2023-*.log", "logs/2023-01.log")] == [[]] * 3
+
+
+def test_a_cd_into_the_missing_report_folder_lets_the_next_round_create_it(scripted, artoo_env: Path, monkeypatch):
+    """``cd reports && grep -c ERROR ../app.log > summary.md`` → "cd: reports: No such file or directory".
+    The command writes, so it would have written into reports/: a folder to create, not a failed target.
+    Round 2's plan naming ``reports/`` is accepted at once and makes reports/summary.md; the user's
+    app.log is neither blocked nor remembered against.
+    """
+    monkeypatch.setenv("ARTOO_GGS__MAX_RETRIES", "0")
+    ws = artoo_env / "workspace"
+    ws.mkdir(parents=True)
+    (ws / "app.log").write_text("ERROR a\nok\nERROR b\n")
+    c = "reports/summary.md holds the ERROR count"
+    fixed = "mkdir -p reports/ && grep -c ERROR app.log > reports/summary.md"
+    server = scripted(scenario(
+        TaskSpec=[spec("error_count", "count the ERROR lines of app.log into reports/summary.md")],
+        Plan=[plan([subtask("count into reports/summary.md", [c], tools=["shell"])], ["the summary exists"]),
+              plan([subtask("create reports/ and count into it", [c], context=fixed, tools=["shell"])],
+                   ["the summary exists"])],
+        tools=[call("shell", command="cd reports && grep -c ERROR ../app.log > summary.md"),
+               done("could not enter reports", status="failed"), call("shell", command=fixed), done("2")],
+        AgentVerdict=[agent(verdict(c, False, "environmental", "cd: reports: No such file or directory")),
+                      agent(verdict(c, True))],
+        TaskVerdict=[task_verdict(verdict("the summary exists", True))],
+    ))
+    code, final = run_json("count the ERROR lines of app.log into reports/summary.md")
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "change_path")
+    plans = bodies(server, "Plan")
+    assert len(plans) == 2 and must_not(prompt(plans[1])) == " none\nBlocked targets:\n  - none"
+    assert "cd: reports: No such file or directory" in prompt(plans[1])
+    assert "[exit code 0]" in tool_reply(turns(server, "create reports/ and count into it")[1])
+    assert (ws / "reports" / "summary.md").read_text() == "2\n"
+    with MemoryStore(artoo_env / "home") as store:
+        assert [store.recent("tool:shell", f"path:{ws / p}", limit=5) for p in ("reports", "app.log")] == [[]] * 2
+    assert server.unused() == {}
