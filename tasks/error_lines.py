@@ -39,6 +39,8 @@ folder several files were moved or copied into: ``mv: target 'archive/': No such
 _VERB_PREFIX = re.compile(r"^(?:cannot|failed to)(?: (?:create|read|open|access|stat|remove|write|touch|make|"
                           r"directory|regular|file|symbolic|hard|link))+ ")
 _LINE_NO = re.compile(r"^(?:line )?\d+$")
+_ERRNO_2 = re.compile(r"\[Errno 2\]")
+"""Python's (and its libraries') wording of a missing path, for reads and writes alike."""
 _CD = re.compile(r"(?:^|: )cd: ")
 """bash's word for a folder ``cd`` could not enter: ``bash: line 1: cd: reports: No such file or directory``."""
 
@@ -51,6 +53,9 @@ class ErrorPath:
     """As the error wrote it (relative ones are relative to the command's directory)."""
     missing_parent: bool
     """A write that failed because the path's folder does not exist: the path itself is usable."""
+    opened: bool = False
+    """A missing path an interpreter could not open (``[Errno 2]``): an input that is not there, or an
+    output into a missing folder; its words cannot say which."""
 
 
 def error_paths(output: str, written: Collection[str] = ()) -> list[ErrorPath]:
@@ -72,7 +77,8 @@ def error_paths(output: str, written: Collection[str] = ()) -> list[ErrorPath]:
             entered = bool(written) and _CD.search(line) is not None  # ``cd reports && … > summary.md``
             written_here = creates or entered or path in written or line.startswith("tee: ")
             missing = errno.group(0) in _MISSING or (creates and _into_missing_folder(path, errno.group(0)))
-            entry = ErrorPath(path, missing_parent=written_here and missing)
+            entry = ErrorPath(path, missing_parent=written_here and missing,
+                              opened=not written_here and _ERRNO_2.search(line) is not None)
             found.setdefault(path, entry)
     return list(found.values())
 

@@ -244,7 +244,9 @@ def blamed_targets(call: ToolCall) -> list[str]:
     paths that are none of the call's targets (a bare folder name ``tar czf b.tgz notes.txt
     photos`` could not stat, a file a script opened, a ``cd`` folder), those named paths are
     blamed and the call's own targets are not: the user's ``notes.txt`` and the deliverable
-    ``b.tgz`` did nothing wrong.
+    ``b.tgz`` did nothing wrong.  Such a path is left alone when it cannot be placed (a relative
+    one, and no word of the command says which folder it ran in) or when an interpreter could not
+    open it (``[Errno 2]``: a missing input, or an output into a missing folder, maybe the deliverable).
     """
     output = call.output or ""
     if call.tool == "shell" and _MISSING_PROGRAM.search(output):
@@ -252,11 +254,15 @@ def blamed_targets(call: ToolCall) -> list[str]:
     written = _written(call.input or "") if call.tool == "shell" else set()
     if call.tool == "write_file":
         written = {call.input.strip()}
-    workspace = _workspace_of(call) or "/"
-    named = [(normalise(e.path, workspace), e.missing_parent) for e in error_paths(output, written)]
+    workspace = _workspace_of(call)
+    found = error_paths(output, written)
+    named = [(normalise(e.path, workspace or "/"), e.missing_parent) for e in found]
     inside = [(path, parent) for path, parent in named if any(_within(path, t) for t in call.targets)]
-    if named:  # ``find /system … -exec rm`` complaining about /system/a/b blames /system/a/b, not /system
-        return list(dict.fromkeys(path for path, parent in inside or named if not parent))
+    if inside:  # ``find /system … -exec rm`` complaining about /system/a/b blames /system/a/b, not /system
+        return list(dict.fromkeys(path for path, parent in inside if not parent))
+    if named:  # only paths the command's words do not hold: those, when they can be placed and were no write
+        return list(dict.fromkeys(path for (path, parent), e in zip(named, found, strict=True)
+                                  if not parent and not e.opened and (workspace or os.path.isabs(_tilde(e.path)))))
     if len(call.targets) < 2:
         return list(call.targets)
     mentioned = [t for t in call.targets if _named_in_errors(t, output)]

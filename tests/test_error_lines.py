@@ -10,8 +10,8 @@ import pytest
 from artoo.tasks.error_lines import ErrorPath, error_paths
 
 
-def ep(path: str, missing_parent: bool = False) -> ErrorPath:
-    return ErrorPath(path, missing_parent)
+def ep(path: str, missing_parent: bool = False, opened: bool = False) -> ErrorPath:
+    return ErrorPath(path, missing_parent, opened)
 
 
 @pytest.mark.parametrize(("output", "written", "expected"), [
@@ -59,8 +59,9 @@ def ep(path: str, missing_parent: bool = False) -> ErrorPath:
     ("sh: 1: cannot create out/x: Directory nonexistent", (), [ep("out/x", True)]),
     # Python: the path after the errno text, never the script in the traceback's File line
     ('  File "/ws/analyze.py", line 3, in <module>\n'
-     "FileNotFoundError: [Errno 2] No such file or directory: 'data.csv'", (), [ep("data.csv")]),
-    ("python3: can't open file '/ws/run.py': [Errno 2] No such file or directory", (), [ep("/ws/run.py")]),
+     "FileNotFoundError: [Errno 2] No such file or directory: 'data.csv'", (), [ep("data.csv", opened=True)]),
+    ("python3: can't open file '/ws/run.py': [Errno 2] No such file or directory", (), [ep("/ws/run.py", opened=True)]),
+    ("PermissionError: [Errno 13] Permission denied: '/srv/r.csv'", (), [ep("/srv/r.csv")]),  # no doubt there
     # lines without an errno text are no error lines; the program name alone is no path
     ("bash: line 1: tree: command not found", (), []),
     ("curl: (6) Could not resolve host: example.invalid", (), []),

@@ -168,6 +168,11 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
      [("/srv/logz", "shell")]),  # not the user's app.log
     ([outcome(calls=[shell_fail("cd reports && grep -c ERROR /ws/app.log > summary.md",
                                 "bash: line 1: cd: reports: No such file or directory")])], []),  # make it
+    # … unless it cannot be placed (no word says where the command ran), or a script could not open it (a
+    # missing input, or an output into a missing folder: the words do not say, and it may be the deliverable)
+    ([outcome(calls=[shell_fail("grep -rn TODO src docs", "grep: docs: No such file or directory")])], []),
+    ([outcome(calls=[shell_fail("python3 make_report.py", "FileNotFoundError: [Errno 2] No such file or "
+                                "directory: 'reports/summary.md'")])], []),
     ([outcome(calls=[shell_fail("wc -l logs/*.log", "wc: logs/b.log: Permission denied\n  3 logs/a.log")])],
      [("/ws/logs/b.log", "shell")]),  # the file the glob reached, not the whole glob
     ([outcome(calls=[shell_fail("mkdir -p logs && mv logs/old.log archive/",
