@@ -281,3 +281,37 @@ def test_a_cd_into_the_missing_report_folder_lets_the_next_round_create_it(scrip
     with MemoryStore(artoo_env / "home") as store:
         assert [store.recent("tool:shell", f"path:{ws / p}", limit=5) for p in ("reports", "app.log")] == [[]] * 2
     assert server.unused() == {}
+
+
+@needs_overlay
+def test_sorting_the_users_csv_onto_itself_is_refused_and_the_next_round_reads_it_again(scripted, artoo_env: Path):
+    """``sort -t, -k2 -n data.csv > data.csv``: bash empties data.csv before sort reads it, so the change
+    set says the user's file shrank to 0 B; nobody is there to approve → denied, discarded.  data.csv is
+    intact, is no blocked target and has no Megram: round 2's ``… data.csv > sorted.csv`` runs at once.
+    """
+    ws = artoo_env / "workspace"
+    ws.mkdir(parents=True)
+    rows = "name,qty\npears,5\napples,3\n"
+    (ws / "data.csv").write_text(rows)
+    c = "the rows are sorted by quantity"
+    server = scripted(scenario(
+        TaskSpec=[spec("sort_csv", "sort data.csv by quantity")],
+        Plan=[plan([subtask("sort data.csv in place", [c], tools=["shell"])], ["sorted"]),
+              plan([subtask("sort data.csv into sorted.csv", [c], tools=["shell"])], ["sorted"])],
+        tools=[call("shell", command="sort -t, -k2 -n data.csv > data.csv"), done("sorted in place"),
+               call("shell", command="sort -t, -k2 -n data.csv > sorted.csv"), done("sorted.csv written")],
+        AgentVerdict=[agent(verdict(c, True, evidence="sorted.csv holds the rows"))],
+        TaskVerdict=[task_verdict(verdict("sorted", True))],
+    ))
+    code, final = run_json("sort data.csv by quantity")
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "change_path")
+    assert (ws / "data.csv").read_text() == rows
+    assert (ws / "sorted.csv").read_text() == "name,qty\napples,3\npears,5\n"
+    second = prompt(bodies(server, "Plan")[1])
+    assert must_not(second) == " none\nBlocked targets:\n  - none"
+    assert "The user REFUSED" in second and "sort -t, -k2 -n data.csv > data.csv — [LAW1] denied" in second
+    reply = tool_reply(turns(server, "sort data.csv into sorted.csv")[1])
+    assert "[changes committed]" in reply and "LAW1" not in reply
+    with MemoryStore(artoo_env / "home") as store:
+        assert store.recent("tool:shell", f"path:{ws / 'data.csv'}", limit=5) == []
+    assert server.unused() == {}
