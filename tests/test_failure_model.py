@@ -163,6 +163,9 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
                                 "tar: photos: Cannot stat: No such file or directory\n"
                                 "tar: Exiting with failure status due to previous errors")])],
      [("/ws/photos", "shell")]),  # not the user's notes.txt, not the deliverable backup.tgz
+    ([outcome(calls=[shell_fail("xargs du -h < largest.txt > reports/sizes.md",
+                                "du: cannot access 'logs/gone.log': No such file or directory")])],
+     [("/ws/logs/gone.log", "shell")]),  # not group 1's largest.txt, not the deliverable
     ([outcome(calls=[shell_fail("cd /srv/logz && grep -c ERROR /ws/app.log",
                                 "bash: line 1: cd: /srv/logz: No such file or directory")])],
      [("/srv/logz", "shell")]),  # not the user's app.log
