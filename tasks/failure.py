@@ -182,14 +182,18 @@ def attributed_calls(outcome: SubTaskOutcome) -> list[ToolCall]:
     """The calls an environmental failure of this subtask belongs to ([] for any other outcome).
 
     The calls that failed environmentally; when the tools classified none so (a command that
-    exited 1 on a missing file), the last call that failed.  Calls that worked and Law-1
-    denials are never blamed.
+    exited 1 on a missing file), the last call that failed.  Law-1 denials are never blamed, nor
+    are calls that worked, except when none failed: then the last call whose output has error
+    lines (``grep ERROR /var/log/x.log | sort > report.md`` exits 0 with "No such file" and an
+    empty report), blamed only by the paths those lines name (``blamed_targets``), never report.md.
     """
     if outcome_kind(outcome) != "failed" or _dominant_class(outcome) != "environmental":
         return []
     if not outcome.calls:
         return _legacy_calls(outcome)
     failed = [c for c in outcome.calls if not c.ok and not c.denied]
+    if not failed:
+        return [c for c in outcome.calls if not c.denied and error_paths(c.output or "")][-1:]
     return [c for c in failed if c.failure_class == "environmental"] or failed[-1:]
 
 

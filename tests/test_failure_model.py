@@ -200,6 +200,11 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
                                 'Traceback (most recent call last):\n  File "/ws/analyze.py", line 3, in <module>\n'
                                 "FileNotFoundError: [Errno 2] No such file or directory: 'data.csv'")])],
      [("/ws/data.csv", "shell")]),  # the user's script, named in the traceback, stays usable
+    # no call failed (a pipeline exits with its last command): the error lines of the calls that worked
+    ([outcome(calls=[call("shell", "grep ERROR /var/log/x.log | sort > report.md",
+                          output="grep: /var/log/x.log: No such file or directory\n[exit code 0]")])],
+     [("/var/log/x.log", "shell")]),  # never the (empty) report
+    ([outcome(calls=[READ_OK, call("shell", "wc -l notes.txt", output="2 notes.txt\n[exit code 0]")])], []),  # none
     # a write whose folder is missing blames nothing: the next plan makes the folder and writes the same path
     ([outcome(calls=[shell_fail("cp notes.txt backup/notes.txt",
                                 "cp: cannot create regular file 'backup/notes.txt': No such file or directory")])], []),

@@ -315,3 +315,47 @@ def test_sorting_the_users_csv_onto_itself_is_refused_and_the_next_round_reads_i
     with MemoryStore(artoo_env / "home") as store:
         assert store.recent("tool:shell", f"path:{ws / 'data.csv'}", limit=5) == []
     assert server.unused() == {}
+
+
+@needs_overlay
+def test_a_report_claimed_over_a_pipeline_that_read_nothing_blocks_the_missing_log_not_the_report(
+        scripted, artoo_env: Path, monkeypatch):
+    """``grep ERROR /var/log/artoo-app/app.log | sort | uniq -c > report.md`` exits 0 (the pipeline's last
+    command), prints "No such file or directory" and leaves report.md empty; the model says "report.md
+    written".  R4a sees the error beside the exit code and fails it (environmental) → change_path.
+    No call failed, so the error lines of the call that "worked" are the evidence: the missing log is
+    blocked, report.md is not, and round 2 rewrites it from the workspace log without a question.
+    """
+    monkeypatch.setenv("ARTOO_GGS__MAX_RETRIES", "0")
+    ws = artoo_env / "workspace"
+    (ws / "logs").mkdir(parents=True)
+    (ws / "logs" / "app.log").write_text("ERROR disk\nINFO up\nERROR disk\nERROR net\n")
+    c, gone = "report.md counts each ERROR message", "/var/log/artoo-app/app.log"
+    server = scripted(scenario(
+        TaskSpec=[spec("error_report", "count each ERROR message of the app log into report.md")],
+        Plan=[plan([subtask("count the errors into report.md", [c], context=f"the log is {gone}", tools=["shell"])],
+                   ["the report exists"]),
+              plan([subtask("count the workspace log's errors into report.md", [c], tools=["shell"],
+                            context="grep ERROR logs/app.log | sort | uniq -c > report.md")], ["the report exists"])],
+        tools=[call("shell", command=f"grep ERROR {gone} | sort | uniq -c > report.md"),
+               done("report.md written with the error counts"),
+               call("shell", command="grep ERROR logs/app.log | sort | uniq -c > report.md"), done("written")],
+        AgentVerdict=[agent(verdict(c, False, "environmental", "grep: No such file or directory; report.md is empty"),
+                            wrong=f"{gone} does not exist", todo="count the log in the workspace"),
+                      agent(verdict(c, True))],
+        TaskVerdict=[task_verdict(verdict("the report exists", True))],
+    ))
+    code, final = run_json("count each ERROR message of the app log into report.md")
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "change_path")
+    judged = prompt(bodies(server, "AgentVerdict")[0])
+    assert "report.md written with the error counts" in judged and "No such file or directory" in judged
+    assert "[exit code 0]" in judged
+    plans = bodies(server, "Plan")
+    assert len(plans) == 2 and must_not(prompt(plans[1])) == f" none\nBlocked targets:\n  - {gone}"
+    reply = tool_reply(turns(server, "count the workspace log's errors")[1])
+    assert "[exit code 0]" in reply and "LAW1" not in reply and "refused" not in reply
+    assert " ".join((ws / "report.md").read_text().split()) == "2 ERROR disk 1 ERROR net"
+    with MemoryStore(artoo_env / "home") as store:
+        kept = [len(store.recent("tool:shell", f"path:{p}", limit=5)) for p in (gone, ws / "report.md")]
+    assert kept == [1, 0]
+    assert server.unused() == {}
