@@ -36,8 +36,9 @@ _MOVED_TO = re.compile(r"cannot (?:move|copy|rename|overwrite)\b.*? to ['‘`\"]
 _CREATES = re.compile(r"\b(?:cannot (?:create|touch|overwrite)|failed to create)\b|^(?:mv|cp|ln|install): target ")
 """Wordings of a failed write: the named path was to be made (cp, mkdir, touch, ln, dash's ``>``; the
 folder several files were moved or copied into: ``mv: target 'archive/': No such file or directory``)."""
-_VERB_PREFIX = re.compile(r"^(?:cannot|failed to)(?: (?:create|read|open|access|stat|remove|write|touch|make|"
-                          r"directory|regular|file|symbolic|hard|link))+ ")
+_VERB_PREFIX = re.compile(r"^(?:cannot|failed to|couldnt)(?: (?:create|read|open|access|stat|remove|write|touch|make|"
+                          r"directory|regular|file|symbolic|hard|link|temporary))+ ")
+"""The verb before a path (sed's ``couldn't open temporary file X``: its own temp file beside the input)."""
 _LINE_NO = re.compile(r"^(?:line )?\d+$")
 _ERRNO_2 = re.compile(r"\[Errno 2\]")
 """Python's (and its libraries') wording of a missing path, for reads and writes alike."""

@@ -44,6 +44,8 @@ def ep(path: str, missing_parent: bool = False, opened: bool = False) -> ErrorPa
     ("cat: notes/x.txt: No such file or directory", (), [ep("notes/x.txt")]),
     ("grep: logs/*.log: No such file or directory", (), [ep("logs/*.log")]),
     ("sed: can't read conf/app.ini: No such file or directory", (), [ep("conf/app.ini")]),
+    ("sed: couldn't open temporary file /home/u/Documents/sedDtvZbs: Read-only file system", (),
+     [ep("/home/u/Documents/sedDtvZbs")]),  # sed -i on a read-only folder: its temp file, not the input
     ("sort: cannot read: x.txt: No such file or directory", (), [ep("x.txt")]),
     ("tar: /backup/l.tgz: Cannot open: No such file or directory", (), [ep("/backup/l.tgz")]),
     ("bash: cd: /srv/x: No such file or directory", (), [ep("/srv/x")]),

@@ -163,6 +163,9 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
                                 "tar: photos: Cannot stat: No such file or directory\n"
                                 "tar: Exiting with failure status due to previous errors")])],
      [("/ws/photos", "shell")]),  # not the user's notes.txt, not the deliverable backup.tgz
+    ([outcome(calls=[shell_fail("sed -i 's/bob/Robert/' /home/u/Documents/todo.txt", "sed: couldn't open "
+                                "temporary file /home/u/Documents/sedDtvZbs: Read-only file system")])],
+     [("/home/u/Documents/sedDtvZbs", "shell")]),  # the user's todo.txt stays readable
     ([outcome(calls=[shell_fail("xargs du -h < largest.txt > reports/sizes.md",
                                 "du: cannot access 'logs/gone.log': No such file or directory")])],
      [("/ws/logs/gone.log", "shell")]),  # not group 1's largest.txt, not the deliverable

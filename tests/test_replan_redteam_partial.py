@@ -359,3 +359,45 @@ def test_a_report_claimed_over_a_pipeline_that_read_nothing_blocks_the_missing_l
         kept = [len(store.recent("tool:shell", f"path:{p}", limit=5)) for p in (gone, ws / "report.md")]
     assert kept == [1, 0]
     assert server.unused() == {}
+
+
+@needs_overlay
+def test_sed_in_place_on_a_read_only_folder_leaves_the_users_file_readable(scripted, artoo_env: Path, monkeypatch):
+    """``sed -i 's/bob/Robert/' shared/todo.txt`` where shared/ is read-only: sed cannot make its temp file
+    ("couldn't open temporary file shared/sedXXXXXX: Permission denied").  That temp file is what failed:
+    the user's todo.txt is no blocked target (before, both sed's words were: round 2 could not even read
+    it), so round 2's ``sed … shared/todo.txt > todo.txt`` is accepted at once and writes the copy.
+    """
+    monkeypatch.setenv("ARTOO_GGS__MAX_RETRIES", "0")
+    ws = artoo_env / "workspace"
+    (ws / "shared").mkdir(parents=True)
+    (ws / "shared" / "todo.txt").write_text("buy milk\ncall bob\n")
+    (ws / "shared").chmod(0o555)
+    c = "a todo list says Robert instead of bob"
+    copy = "sed 's/bob/Robert/' shared/todo.txt > todo.txt"
+    server = scripted(scenario(
+        TaskSpec=[spec("fix_todo", "replace bob with Robert in shared/todo.txt")],
+        Plan=[plan([subtask("edit shared/todo.txt in place", [c], tools=["shell"])], ["fixed"]),
+              plan([subtask("write the changed copy todo.txt", [c], context=copy, tools=["shell"])], ["fixed"])],
+        tools=[call("shell", command="sed -i 's/bob/Robert/' shared/todo.txt"), done("shared/ is read-only", "failed"),
+               call("shell", command=copy), done("todo.txt written")],
+        AgentVerdict=[agent(verdict(c, False, "environmental", "Permission denied"), wrong="shared/ is read-only",
+                            todo="write a changed copy in the workspace"),
+                      agent(verdict(c, True))],
+        TaskVerdict=[task_verdict(verdict("fixed", True))],
+    ))
+    try:
+        code, final = run_json("replace bob with Robert in shared/todo.txt")
+    finally:
+        (ws / "shared").chmod(0o755)
+    assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "change_path")
+    plans = bodies(server, "Plan")
+    assert len(plans) == 2, "round 2's plan reading shared/todo.txt was accepted at once"
+    blocked = must_not(prompt(plans[1])).split("Blocked targets:\n", 1)[1]
+    assert blocked.startswith(f"  - {ws / 'shared' / 'sed'}") and "todo.txt" not in blocked
+    assert "[exit code 0]" in tool_reply(turns(server, "write the changed copy")[1])
+    assert (ws / "todo.txt").read_text() == "buy milk\ncall Robert\n"
+    assert (ws / "shared" / "todo.txt").read_text() == "buy milk\ncall bob\n"
+    with MemoryStore(artoo_env / "home") as store:
+        assert store.recent("tool:shell", f"path:{ws / 'shared' / 'todo.txt'}", limit=5) == []
+    assert server.unused() == {}
