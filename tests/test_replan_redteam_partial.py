@@ -128,6 +128,7 @@ def test_group_one_found_the_logs_so_round_two_only_redoes_the_botched_summary(s
     second = prompt(plans[1])
     assert "REPLAN DIRECTIVE from the controller: break_symmetry" in second and "D=0.500 P=1.000" in second
     assert must_not(second) == " write_file\nBlocked targets:\n  - none"
+    assert "a tool that worked for another step stays usable" in second  # shell did: the directive says so
     worked = second.split("- Subtask 'find the three largest logs': met its criteria with: ", 1)[1]
     assert worked.startswith("shell ls -S logs/*.log | head -3.") and largest in worked.split("- Subtask", 1)[0]
     redo = turns(server, "write reports/summary.md with shell")

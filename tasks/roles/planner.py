@@ -53,7 +53,8 @@ DIRECTIVE_MEANING = {
                    "where the evidence shows only a missing folder, create it and keep the path the user named.",
     "change_approach": "the approach is wrong: switch to a different method; the blocked tools are out.",
     "break_symmetry": "stuck with a wrong approach: use a tool class not used before; "
-                      "every tool of the failing subtasks is blocked.",
+                      "the failing subtasks' tools are blocked (those on the Blocked tools line: "
+                      "a tool that worked for another step stays usable).",
 }
 """What each GGS directive asks of the next plan."""
 
