@@ -74,8 +74,8 @@ def error_paths(output: str, written: Collection[str] = ()) -> list[ErrorPath]:
             continue
         line = _CONTRACTION.sub("", line.replace("can't", "cannot"))
         paths, creates = _line_paths(line)
+        entered = bool(written) and _CD.search(line) is not None  # ``cd reports && … > summary.md``
         for path in paths:
-            entered = bool(written) and _CD.search(line) is not None  # ``cd reports && … > summary.md``
             written_here = creates or entered or path in written or line.startswith("tee: ")
             missing = errno.group(0) in _MISSING or (creates and _into_missing_folder(path, errno.group(0)))
             entry = ErrorPath(path, missing_parent=written_here and missing,

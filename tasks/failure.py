@@ -183,9 +183,11 @@ def attributed_calls(outcome: SubTaskOutcome) -> list[ToolCall]:
 
     The calls that failed environmentally; when the tools classified none so (a command that
     exited 1 on a missing file), the last call that failed.  Law-1 denials are never blamed, nor
-    are calls that worked, except when none failed: then the last call whose output has error
-    lines (``grep ERROR /var/log/x.log | sort > report.md`` exits 0 with "No such file" and an
-    empty report), blamed only by the paths those lines name (``blamed_targets``), never report.md.
+    are calls that worked, except when none failed: then the last shell call whose output has
+    error lines (``grep ERROR /var/log/x.log | sort > report.md`` exits 0 with "No such file" and
+    an empty report), blamed only by the paths those lines name (``blamed_targets``), never
+    report.md.  A file's content (read_file of a log full of "Permission denied") is data, not
+    the tool's own error, so only shell calls count.
     """
     if outcome_kind(outcome) != "failed" or _dominant_class(outcome) != "environmental":
         return []
@@ -193,7 +195,7 @@ def attributed_calls(outcome: SubTaskOutcome) -> list[ToolCall]:
         return _legacy_calls(outcome)
     failed = [c for c in outcome.calls if not c.ok and not c.denied]
     if not failed:
-        return [c for c in outcome.calls if not c.denied and error_paths(c.output or "")][-1:]
+        return [c for c in outcome.calls if c.tool == "shell" and not c.denied and error_paths(c.output or "")][-1:]
     return [c for c in failed if c.failure_class == "environmental"] or failed[-1:]
 
 

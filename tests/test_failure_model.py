@@ -208,6 +208,8 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
                           output="grep: /var/log/x.log: No such file or directory\n[exit code 0]")])],
      [("/var/log/x.log", "shell")]),  # never the (empty) report
     ([outcome(calls=[READ_OK, call("shell", "wc -l notes.txt", output="2 notes.txt\n[exit code 0]")])], []),  # none
+    ([outcome(calls=[call("read_file", "auth.log", output="cp: cannot stat '/home/u/notes.txt': Permission denied")])],
+     []),  # a file's content is data, not the tool's own error
     # a write whose folder is missing blames nothing: the next plan makes the folder and writes the same path
     ([outcome(calls=[shell_fail("cp notes.txt backup/notes.txt",
                                 "cp: cannot create regular file 'backup/notes.txt': No such file or directory")])], []),
