@@ -22,20 +22,15 @@ import pytest
 
 from artoo.memory.store import MemoryStore
 from artoo.tasks.tools import overlay, sandbox
-from tests.conftest import final_from, run_cli
+from tests.conftest import final_from
 from tests.run_graph import subflow_names
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
-from tests.test_replan_redteam import tool_reply, turns
+from tests.test_replan_redteam import run_json, tool_reply, turns
 from tests.test_replan_stories import bodies, must_not, offered, prompt
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
 needs_overlay = pytest.mark.skipif(sandbox.find_bwrap() is None or overlay.overlay_problem() is not None,
                                    reason="the story commits a shell command's change set (bubblewrap, overlayfs)")
-
-
-def run_json(request: str) -> tuple[int, dict]:
-    code, out, _ = run_cli("run", "--json", request)
-    return code, final_from(out)
 
 
 @needs_overlay
