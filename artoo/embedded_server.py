@@ -46,6 +46,7 @@ from typing import Any
 
 from artoo.config.compat import note_prefect_version, prefect_server_app, sqlite_immediate_writes
 from artoo.config.errors import EnvironmentalFailure
+from artoo.prefect_sources import startup_timeout_s, surely_unconfigured
 
 RETRY_AFTER_S = 0.25
 """What a lone 503 tells Prefect's client to wait before its retry (instead of 2, 4, 8… s)."""
@@ -273,17 +274,24 @@ def _api_configured() -> bool:
 
 
 def start_early() -> None:
-    """Find or launch the server now, unless a Prefect API is configured (costs Prefect's settings import).
+    """Find or launch the server now, unless a Prefect API is configured.
 
     With ``server.linger_s`` > 0 (the default) that is this home's lingering server, looked up or
     started in a thread while the caller imports its flows; with 0, a one-shot server of this process.
+    When Prefect is surely unconfigured (artoo.prefect_sources) the lookup starts before Prefect's
+    settings are imported (0.5–0.8 s sooner on a cold command); otherwise Prefect is asked first.
     """
     global _SHARED, _EARLY
     note_prefect_version()
     with _LOCK:
-        if _SHARED is not None or _EARLY is not None or _api_configured() or _left_to_prefect():
+        if _SHARED is not None or _EARLY is not None or _left_to_prefect():
             return
         home, linger_s = _lingering()
+        if linger_s > 0 and surely_unconfigured():
+            _EARLY = _Lookup(home, linger_s, max(startup_timeout_s(), LINGER_START_S))
+            return
+        if _api_configured():
+            return
         if linger_s > 0:
             _EARLY = _Lookup(home, linger_s)
         else:
@@ -294,23 +302,21 @@ def start_early() -> None:
 class _Lookup(threading.Thread):
     """This home's lingering server, found or started in the background."""
 
-    def __init__(self, home: Any, linger_s: float) -> None:
+    def __init__(self, home: Any, linger_s: float, timeout_s: float | None = None) -> None:
         super().__init__(name="artoo-server-lookup", daemon=True)
-        self.home, self.linger_s = home, linger_s
+        self.home, self.linger_s, self.timeout_s = home, linger_s, timeout_s
         self.api_url: str | None = None
         self.error: BaseException | None = None
         self.start()
 
     def run(self) -> None:
-        from prefect.settings import get_current_settings
-
         from artoo import lingering
 
         try:
             lingering.attach(self.home)
             # a first start imports Prefect's whole server: on a busy machine that alone can pass the
             # one-shot server's 20 s, and a lingering server is started once, so allow it more
-            timeout = max(get_current_settings().server.ephemeral.startup_timeout_seconds, LINGER_START_S)
+            timeout = self.timeout_s if self.timeout_s is not None else max(_startup_timeout(), LINGER_START_S)
             self.api_url = lingering.ensure(self.home, self.linger_s, timeout)
         except BaseException as exc:  # re-raised in the caller's thread by result()
             self.error = exc
@@ -320,6 +326,11 @@ class _Lookup(threading.Thread):
         if self.error is not None:
             raise self.error
         return str(self.api_url)
+
+
+def _startup_timeout() -> float:
+    from prefect.settings import get_current_settings
+    return get_current_settings().server.ephemeral.startup_timeout_seconds
 
 
 def _left_to_prefect() -> bool:

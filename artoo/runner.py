@@ -62,14 +62,25 @@ class ProgressTap:
 def execute_flow(request: str, workspace: Path | None, verbose: bool = False) -> dict:
     """Run the artoo-task flow in this process and return its result document (Prefect's lines with verbose)."""
     from artoo.tasks.roles.perceiver import check_request
+    from artoo.tasks.session import forget_run
 
     check_request(request)  # refused before any flow run exists: nothing to clean up, nothing half-recorded
+    send_perceive_early(request)
+    try:
+        return _run_flow(request, workspace, verbose)
+    finally:
+        forget_run(request)
+
+
+def _run_flow(request: str, workspace: Path | None, verbose: bool) -> dict:
     from artoo.embedded_server import prefect_api
     from artoo.flows.auditor import PublishedTap
     from artoo.flows.task_flow import artoo_task
+    from artoo.preload import preload
     from artoo.quiet import quiet_prefect
     from artoo.tasks.bus import add_tap, remove_tap
 
+    preload()  # what the flow's first call would import, while the server may still be starting
     tap, published = ProgressTap(), PublishedTap()
     with quiet_prefect(verbose), prefect_api():
         add_tap(tap)
@@ -81,6 +92,28 @@ def execute_flow(request: str, workspace: Path | None, verbose: bool = False) ->
             remove_tap(tap)
             remove_tap(published)
             audit_run(published.runs, started)
+
+
+def send_perceive_early(request: str) -> bool:
+    """R1's request goes out now, while the flows import and the Prefect server is found or started.
+
+    The flow's R1 task sends the same words (the request and the history as it is now), so it takes
+    this answer instead of asking again (artoo.tasks.llm.early).  Best effort: a settings or history
+    problem is left for the flow to report.
+    """
+    from artoo.config.errors import ArtooError
+    from artoo.config.settings import load_settings
+    from artoo.tasks.llm import OpenAICompatLLM
+    from artoo.tasks.roles.perceiver import messages_for
+    from artoo.tasks.session import keep_for_run, load_history
+
+    try:
+        settings = load_settings()
+        history = load_history(settings.home_dir, settings.history_size)
+    except (ArtooError, OSError, ValueError):
+        return False
+    keep_for_run(request, history)  # the run's R1 reads this history, not one another command changed since
+    return OpenAICompatLLM(settings).send_early("R1", "TaskSpec", messages_for(request, history))
 
 
 def audit_run(published: dict[tuple[str, str], set[int]], started: datetime) -> None:

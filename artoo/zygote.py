@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib
 import json
 import os
 import select
@@ -37,18 +36,8 @@ import time
 from pathlib import Path
 
 from artoo import warm
+from artoo.preload import preload
 
-PRELOAD = (
-    "prefect.main", "prefect.settings", "prefect.flow_engine", "prefect.task_engine",
-    "prefect.client.orchestration", "prefect.events.clients", "prefect.logging.handlers",
-    "prefect.utilities.visualization", "openai", "openai.resources", "openai.lib.streaming", "duckdb", "pyarrow",
-    "typer", "rich.console", "rich.table", "rich._emoji_codes", "fastapi", "starlette.applications",
-    "anyio.streams.tls", "anyio._backends._asyncio", "httpcore2", "truststore", "opentelemetry.metrics", "pydoc",
-    "encodings.idna", "artoo.config.settings", "artoo.memory.store", "artoo.memory.transfer",
-    "artoo.memory.potentials", "artoo.embedded_server", "artoo.lingering", "artoo.local_server", "artoo.quiet",
-    "artoo.flows.task_flow", "artoo.flows.auditor", "artoo.tasks.bus", "artoo.tasks.roles.perceiver",
-)
-"""What ``artoo run`` imports, loaded once here (the CLI modules are not: see the docstring)."""
 CLI_MODULES = ("artoo.cli", "artoo.runner")
 REQUEST_TIMEOUT_S = 10.0
 GO_TIMEOUT_S = 30.0
@@ -72,11 +61,7 @@ def main(argv: list[str]) -> int:
     listener.listen(64)  # clients queue here while the imports below run
     started = time.monotonic()
     fingerprint = warm.fingerprint()  # before the imports: a file changed meanwhile makes it stale
-    for name in PRELOAD:  # a module another dependency version lacks only costs its import later
-        try:
-            importlib.import_module(name)
-        except ImportError as exc:
-            log(f"preload skipped {name}: {exc}")
+    preload(lambda name, exc: log(f"preload skipped {name}: {exc}"))
     loaded = [m for m in CLI_MODULES if m in sys.modules]
     if loaded:
         log(f"not serving: {loaded} were imported before fork (their consoles would miss the client's terminal)")

@@ -10,6 +10,8 @@ ends with R4b's OutcomeSummary or ReplanRequest, which the medium loop hands to 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
+from typing import Any
 
 from prefect import flow
 from prefect.logging import get_run_logger
@@ -30,15 +32,68 @@ from artoo.config.protocol import PlanAnswer
 from artoo.flows.fast_loop import subtask_flow, subtask_run_name
 from artoo.memory.calibration import calibrate_from_store
 from artoo.tasks import plan_rules
+from artoo.tasks.llm import TOOLS_SCHEMA
 from artoo.tasks.prefect_tasks import meta_validate_task, plan_task, publish_r4b
 from artoo.tasks.roles import agent_validator as r4a
+from artoo.tasks.roles import executor, planner
 from artoo.tasks.roles import meta_validator as r4b
 from artoo.tasks.runtime import Runtime, get_runtime
+from artoo.tasks.tools.specs import specs_for
 
 
 def round_run_name(round_no: int, directive: PlanDirective | None) -> str:
     """``round-2 · change_path`` — the story the run graph tells."""
     return f"round-{round_no} · {directive.directive if directive else 'init'}"
+
+
+@dataclass
+class RoundInputs:
+    """A round's memory calibration and MUST NOT set, worked out once: before its subflow exists when the
+    medium loop sends R2's request early (``send_plan_early``), else by the round itself."""
+
+    calibration: Any | None
+    """The Calibration memory served, or None (no store, the retry ablation, or memory trouble)."""
+    calibration_error: str
+    """Why memory could not calibrate this round ('' when it could or was not asked)."""
+    must_not_tools: set[str]
+    """The GGS's blocked tools and memory's."""
+    must_not_targets: set[str]
+    """The GGS's blocked targets and memory's."""
+    pairs: list[tuple[str, str]]
+    """Memory's (tool, target) pairs: that tool on that target only."""
+    block: str
+    """The calibration as R2's prompt shows it."""
+
+
+def round_inputs(rt: Runtime, spec: TaskSpec, blocked_tools: list[str], blocked_targets: list[str]) -> RoundInputs:
+    """R2's memory calibration (no LLM call) and the MUST NOT set; memory trouble never stops planning."""
+    calibration, error = None, ""
+    if rt.store is not None and rt.settings.ablation.strategy != "retry":  # the retry ablation plans without memory
+        try:
+            calibration = calibrate_from_store(rt.store, spec.intent, set(blocked_tools), set(blocked_targets))
+        except Exception as exc:  # memory must never block the operational path
+            error = str(exc) or type(exc).__name__
+    return RoundInputs(
+        calibration=calibration, calibration_error=error,
+        must_not_tools=set(blocked_tools) | set(getattr(calibration, "must_not_tools", set())),
+        must_not_targets=set(blocked_targets) | set(getattr(calibration, "must_not_targets", set())),
+        pairs=sorted(getattr(calibration, "must_not_pairs", set())),
+        block=calibration.prompt_block() if calibration is not None else "")
+
+
+def send_plan_early(rt: Runtime, spec: TaskSpec, round_no: int, directive: PlanDirective | None,
+                    prior_summary: str, evidence: str) -> None:
+    """Before round ``round_no``'s subflow is created: work out its inputs and send its R2 request now.
+
+    The round takes both (``rt.prepared``), so its plan task asks with the very same words and gets
+    the answer that has been on its way meanwhile (artoo.tasks.llm.early).
+    """
+    inputs = round_inputs(rt, spec, list(directive.blocked_tools) if directive else [],
+                          list(directive.blocked_targets) if directive else [])
+    rt.prepared[round_no] = inputs
+    block, shown_directive, shown_targets = _shown(rt, inputs, directive)
+    rt.llm.send_early("R2", "Plan", planner.messages_for(spec, block, shown_directive, inputs.must_not_tools,
+                                                         shown_targets, prior_summary, None, evidence))
 
 
 @flow(name="round", validate_parameters=False, log_prints=False, persist_result=False)
@@ -48,15 +103,10 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     """Plan and run one round; return R4b's verdict for the GGS (``evidence``: the last round's calls)."""
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
-    calibration = _calibrate(rt, spec, blocked_tools, blocked_targets)
-    rt.served_sops = [*calibration.sops, *calibration.tool_sops] if calibration is not None else []
-    must_not_tools = set(blocked_tools) | set(getattr(calibration, "must_not_tools", set()))
-    must_not_targets = set(blocked_targets) | set(getattr(calibration, "must_not_targets", set()))
-    pairs = sorted(getattr(calibration, "must_not_pairs", set()))  # memory: that tool on that target only
-    block = calibration.prompt_block() if calibration is not None else ""
+    inputs = rt.prepared.pop(round_no, None) or round_inputs(rt, spec, blocked_tools, blocked_targets)
+    _announce(rt, spec, inputs)
     try:
-        plan = await _plan(runtime_id, spec, block, directive, must_not_tools, must_not_targets, prior_summary,
-                           evidence, pairs)
+        plan = await _plan(runtime_id, spec, inputs, directive, prior_summary, evidence)
     except RunFailure as exc:  # a plan that broke the rules twice, or the planner's endpoint failing
         logger.error("round %d failed honestly: %s", round_no, exc)
         return _rejected_round(rt, spec, str(exc), exc.failure_class)
@@ -65,8 +115,8 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
         logger.warning(cap_note)
     manifest, groups = plan_rules.dispatch(plan, spec.task_id, round_no)
     rt.bus.publish(manifest, "R2", "R4b")
-    outcomes = await _run_groups(runtime_id, rt, round_no, groups, sorted(must_not_tools), sorted(must_not_targets),
-                                 pairs)
+    outcomes = await _run_groups(runtime_id, rt, round_no, groups, sorted(inputs.must_not_tools),
+                                 sorted(inputs.must_not_targets), inputs.pairs)
     merged = r4b.merge_outputs(outcomes)
     verdicts, summary = None, ""
     if r4b.needs_llm(outcomes):
@@ -84,43 +134,49 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     return message
 
 
-def _calibrate(rt: Runtime, spec: TaskSpec, blocked_tools: list[str], blocked_targets: list[str]):
-    """R2's memory calibration (no LLM call); memory trouble never stops planning."""
-    if rt.store is None or rt.settings.ablation.strategy == "retry":  # the retry ablation plans without memory
-        return None
+def _announce(rt: Runtime, spec: TaskSpec, inputs: RoundInputs) -> None:
+    """The round's log and bus say what memory served it (R2 → R5 MemoryQuery); R7 checks the SOPs later."""
     logger = get_run_logger()
-    try:
-        calibration = calibrate_from_store(rt.store, spec.intent, set(blocked_tools), set(blocked_targets))
-    except Exception as exc:  # memory must never block the operational path
-        logger.warning("memory calibration unavailable: %s", exc)
-        return None
+    calibration = inputs.calibration
+    rt.served_sops = [*calibration.sops, *calibration.tool_sops] if calibration is not None else []
+    if inputs.calibration_error:
+        logger.warning("memory calibration unavailable: %s", inputs.calibration_error)
+    if calibration is None:
+        return
     query = MemoryQuery(task_id=spec.task_id, space=calibration.space, entity=calibration.entity,
                         potentials=calibration.potentials, sop_count=len(calibration.sops) + len(calibration.tool_sops))
     rt.bus.publish(query, "R2", "R5")
     logger.info("memory %s/%s: %s", query.space, query.entity,
                 query.potentials.action if query.potentials else "none")
-    return calibration
 
 
-async def _plan(runtime_id: str, spec: TaskSpec, block: str, directive: PlanDirective | None,
-                must_not_tools: set[str], must_not_targets: set[str], prior_summary: str,
-                evidence: str = "", pairs: list[tuple[str, str]] = ()) -> PlanAnswer:
+def _shown(rt: Runtime, inputs: RoundInputs, directive: PlanDirective | None
+           ) -> tuple[str, PlanDirective | None, set[str]]:
+    """What R2's prompt shows: the calibration block, the directive and the blocked targets."""
+    if rt.settings.ablation.planner_sees_blocked_targets:
+        return inputs.block, directive, inputs.must_not_targets
+    # debug: hide one channel; still enforced by validate_plan and by the toolbox, only the prompt loses them
+    block = "\n".join(line for line in inputs.block.splitlines()
+                      if not any(t in line for t in inputs.must_not_targets))
+    return block, directive.model_copy(update={"blocked_targets": []}) if directive else None, set()
+
+
+async def _plan(runtime_id: str, spec: TaskSpec, inputs: RoundInputs, directive: PlanDirective | None,
+                prior_summary: str, evidence: str = "") -> PlanAnswer:
     """Ask R2; a plan that breaks the rules is re-asked once with the problems, then rejected.
 
     Size alone never rejects the re-asked plan: it is capped (and the cap logged) instead.
     """
+    rt = get_runtime(runtime_id)
     problems: list[str] | None = None
-    shown_directive, shown_targets = directive, must_not_targets
-    if not get_runtime(runtime_id).settings.ablation.planner_sees_blocked_targets:  # debug: hide one channel
-        shown_targets = set()  # still enforced below and by the toolbox; only the prompt loses them
-        shown_directive = directive.model_copy(update={"blocked_targets": []}) if directive else None
-        block = "\n".join(line for line in block.splitlines() if not any(t in line for t in must_not_targets))
+    block, shown_directive, shown_targets = _shown(rt, inputs, directive)
     for suffix in ("", " · re-ask"):
-        plan = await plan_task(runtime_id, spec, block, shown_directive, must_not_tools, shown_targets,
+        plan = await plan_task(runtime_id, spec, block, shown_directive, inputs.must_not_tools, shown_targets,
                                prior_summary, problems, suffix=suffix, evidence=evidence)
         size_limit = None if suffix else plan_rules.MAX_SUBTASKS
-        problems = plan_rules.validate_plan(plan, must_not_tools, must_not_targets, max_subtasks=size_limit,
-                                            workspace=get_runtime(runtime_id).workspace, must_not_pairs=pairs)
+        problems = plan_rules.validate_plan(plan, inputs.must_not_tools, inputs.must_not_targets,
+                                            max_subtasks=size_limit, workspace=rt.workspace,
+                                            must_not_pairs=inputs.pairs)
         if not problems:
             return plan
         get_run_logger().warning("plan rejected: %s", "; ".join(problems))
@@ -142,6 +198,7 @@ async def _run_groups(runtime_id: str, rt: Runtime, round_no: int, groups: list[
         for st in group:
             index += 1
             st = st.model_copy(update={"context": plan_rules.group_context(st.context, outcomes)}) if outcomes else st
+            rt.llm.send_early("R3", TOOLS_SCHEMA, executor.messages_for(st, None), specs_for(set(blocked_tools)))
             named = run_named(subtask_flow, subtask_run_name(round_no, index, st.intent))
             runs.append(named(runtime_id, st, blocked_tools, blocked_targets, list(blocked_pairs)))
         outcomes.extend(await asyncio.gather(*runs))

@@ -34,16 +34,16 @@ from artoo.config.contracts import FinalResult
 from artoo.config.errors import ArtooError
 from artoo.config.settings import Settings, load_settings
 from artoo.flows.law1 import make_gate, resolve_mode
-from artoo.flows.round import round_flow, round_run_name
+from artoo.flows.round import round_flow, round_run_name, send_plan_early
 from artoo.tasks.bus import Bus
 from artoo.tasks.decision_log import DecisionLog, in_scope
 from artoo.tasks.ggs.controller import GGSController
 from artoo.tasks.ggs.task import artifact_key, ggs_task
 from artoo.tasks.llm import OpenAICompatLLM, cost_report
 from artoo.tasks.prefect_tasks import failure_report_task, perceive_task
-from artoo.tasks.roles.planner import evidence_block
+from artoo.tasks.roles.planner import evidence_block, failure_messages
 from artoo.tasks.runtime import Runtime, drop, register
-from artoo.tasks.session import append_history, load_history
+from artoo.tasks.session import append_history, history_for
 
 READER_KEEP_S = 600.0
 """The memory reader stays open across rounds (closed with the store at the run's end, or when a writer waits)."""
@@ -95,8 +95,8 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
     own_audit = _OwnAudit() if _deployment_run() else None
     try:
         with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):  # subflows: no heartbeat
-            final = await _medium_loop(runtime_id, runtime, request, load_history(home, settings.history_size),
-                                       started)
+            history = history_for(request, home, settings.history_size)  # as R1 was sent early with
+            final = await _medium_loop(runtime_id, runtime, request, history, started)
         append_history(home, request, final.summary)
         document = {"final": final.model_dump(mode="json"), "cost": cost_report(runtime.llm.records),
                     "tool_seconds": round(runtime.tool_seconds, 3),
@@ -197,6 +197,7 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
     while True:
         blocked_tools = list(directive.blocked_tools) if directive else []
         blocked_targets = list(directive.blocked_targets) if directive else []
+        send_plan_early(rt, spec, round_no, directive, prior_summary, evidence)  # R2 thinks while the subflow is made
         named = run_named(round_flow, round_run_name(round_no, directive))
         with in_scope(round=round_no):
             message = await named(runtime_id, spec, round_no, directive, blocked_tools, blocked_targets,
@@ -215,6 +216,7 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
         round_no += 1
     final = decision.final
     if final.directive == "abandon":  # spec v0.9: one R2 call reports what was achieved and what to try
+        rt.llm.send_early("R2", "FailureReport", failure_messages(spec, final, decision.trajectory))
         final = await failure_report_task(runtime_id, spec, final, decision.trajectory)
     final = _with_law1(final, rt.law1_events)
     rt.bus.publish(final, "R7", "user")

@@ -70,7 +70,10 @@ async def execute_task(runtime_id: str, subtask: SubTask, toolbox: Any, correcti
     """R3: one execution attempt; the result goes to R4a."""
     rt = asking(runtime_id)
     started = time.perf_counter()
+    denied_before = len(toolbox.law1_denials)
     result = await executor.execute(rt.llm, subtask, toolbox, correction, rt.settings.tools.max_tool_calls)
+    if len(toolbox.law1_denials) == denied_before:  # R4a judges it next (a denial ends the loop without a call)
+        rt.llm.send_early("R4a", "AgentVerdict", agent_validator.messages_for(subtask, result))
     rt.tool_seconds += max(0.0, time.perf_counter() - started)
     logger = get_run_logger()
     logger.info("attempt %d: %s, %d tool calls", attempt, result.status, len(result.tool_calls))

@@ -93,6 +93,8 @@ class Runtime:
     """Ids of the SOPs already given negative feedback in this task (one piece of evidence per task)."""
     writes: OrderedWrites = field(default_factory=OrderedWrites)
     """Artifacts written in the background, in order; flushed before the run ends."""
+    prepared: dict[int, Any] = field(default_factory=dict)
+    """Per round number, the inputs the medium loop worked out before creating that round's subflow."""
 
 
 _REGISTRY: dict[str, Runtime] = {}

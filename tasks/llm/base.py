@@ -88,6 +88,10 @@ class LLM(Protocol):
         """One tool-calling turn of the executor."""
         ...
 
+    def send_early(self, role: str, schema: str, messages: list[dict], tools: list[dict] | None = None) -> bool:
+        """Send a request the role will make, before its task starts; False when nothing was sent."""
+        ...
+
 
 def cost_report(records: list[CallRecord]) -> dict[str, dict]:
     """Per role: calls, prompt_tokens, completion_tokens, llm_seconds."""

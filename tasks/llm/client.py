@@ -17,6 +17,7 @@ built once per process and shared: loading it is most of a client's construction
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import ssl
 import threading
@@ -33,6 +34,7 @@ from artoo.config.errors import ConfigurationError, LLMOutputError
 from artoo.config.protocol import Answer, ExecutionAnswer
 from artoo.config.settings import Settings
 from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolCallRequest, ToolTurn, answer_model, tier_of
+from artoo.tasks.llm.early import EARLY, answer_of, request_key
 from artoo.tasks.llm.errors import Endpoint, FormatRejected, classify, is_retryable
 from artoo.tasks.llm.parsing import (
     MODES,
@@ -112,13 +114,32 @@ class OpenAICompatLLM:
                 conversation = repair_messages(messages, schema, message.content, str(exc))
         raise AssertionError("unreachable")
 
+    def send_early(self, role: str, schema: str, messages: list[dict], tools: list[dict] | None = None) -> bool:
+        """Send the request a role is about to make now, before its task starts (artoo.tasks.llm.early).
+
+        ``schema`` names a structured answer, or is TOOLS_SCHEMA for an executor turn offering ``tools``.
+        The role's own ``structured``/``tool_turn`` call later uses the answer when its request is
+        identical.  Best effort: False, and nothing sent, when the tier has no endpoint (the role's
+        call reports that) or the same request is already on its way.
+        """
+        try:
+            ep = self.endpoint(tier_of(role))
+        except (ConfigurationError, ValueError):
+            return False
+        if schema == TOOLS_SCHEMA:
+            kwargs = _tool_request(messages, tools or [])
+        else:
+            kwargs = structured_request(MODES[self._modes.get(ep.tier, 0)], schema, messages)
+        kwargs = copy.deepcopy(kwargs)  # the caller's lists may grow (an executor appends each turn)
+        key = request_key(ep.base_url, ep.model, kwargs)
+        return EARLY.send(key, lambda: _lane_client(ep).chat.completions.create(model=ep.model, **kwargs))
+
     async def tool_turn(self, role: str, messages: list[dict], tools: list[dict]) -> ToolTurn:
         """One executor turn: the tool calls asked for, or the final ExecutionResult."""
         ep = self.endpoint(tier_of(role))
-        extra = {"tools": normalize_tools(tools)} if tools else {}
         conversation = list(messages)
         for attempt in range(2):
-            response, record = await self._request(role, TOOLS_SCHEMA, ep, messages=conversation, **extra)
+            response, record = await self._request(role, TOOLS_SCHEMA, ep, **_tool_request(conversation, tools))
             message = _first_message(response)
             calls = [c for c in message.tool_calls or [] if getattr(c, "function", None) is not None]
             if calls:
@@ -151,10 +172,15 @@ class OpenAICompatLLM:
 
     async def _request(self, role: str, schema: str, ep: Endpoint, **kwargs: Any) -> tuple[Any, CallRecord]:
         """One chat completion with retries of environmental failures; every attempt is recorded."""
+        early = EARLY.take(request_key(ep.base_url, ep.model, kwargs)) if EARLY.pending() else None
         for attempt in range(self.max_retries + 1):
             started = time.perf_counter()
             try:
-                response = await self._client(ep).chat.completions.create(model=ep.model, **kwargs)
+                if early is not None and attempt == 0:  # sent ahead of this task: its answer, or its error
+                    response, latency = await answer_of(early)
+                else:
+                    response = await self._client(ep).chat.completions.create(model=ep.model, **kwargs)
+                    latency = time.perf_counter() - started
             except openai.APIError as exc:
                 error = classify(exc, role, ep, sent_format="response_format" in kwargs)
                 self.records.append(CallRecord(role, ep.model, schema, 0, 0, time.perf_counter() - started,
@@ -166,8 +192,7 @@ class OpenAICompatLLM:
                 raise error from exc
             usage = getattr(response, "usage", None)
             record = CallRecord(role, ep.model, schema, getattr(usage, "prompt_tokens", 0) or 0,
-                                getattr(usage, "completion_tokens", 0) or 0, time.perf_counter() - started,
-                                ok=True)
+                                getattr(usage, "completion_tokens", 0) or 0, latency, ok=True)
             self.records.append(record)
             self._observe(record, ep, kwargs, response)
             return response, record
@@ -185,6 +210,23 @@ class OpenAICompatLLM:
                            "latency_s": round(record.latency_s, 4), "ok": record.ok, "error": record.error})
         except Exception:  # recording explains a run; it never fails one
             return
+
+
+def _tool_request(messages: list[dict], tools: list[dict]) -> dict[str, Any]:
+    """The request fields of one executor turn (the same whether sent early or by the turn itself)."""
+    return {"messages": messages, **({"tools": normalize_tools(tools)} if tools else {})}
+
+
+_LANE_CLIENTS: dict[tuple[str, str, float], AsyncOpenAI] = {}
+
+
+def _lane_client(ep: Endpoint) -> AsyncOpenAI:
+    """The early lane's client for an endpoint, kept for the process (it only ever runs on the lane's loop)."""
+    key = (ep.base_url, ep.api_key, ep.timeout_s)
+    if key not in _LANE_CLIENTS:
+        _LANE_CLIENTS[key] = AsyncOpenAI(base_url=ep.base_url, api_key=ep.api_key, timeout=ep.timeout_s,
+                                         max_retries=0, http_client=DefaultAsyncHttpxClient(verify=_tls_context()))
+    return _LANE_CLIENTS[key]
 
 
 @functools.cache

@@ -62,6 +62,10 @@ class ScriptedLLM:
             item = item.model_dump()
         return model.model_validate(item)
 
+    def send_early(self, role: str, schema: str, messages: list[dict], tools: list[dict] | None = None) -> bool:
+        """Nothing to send ahead: a queued answer is there at once."""
+        return False
+
     async def tool_turn(self, role: str, messages: list[dict], tools: list[dict]) -> ToolTurn:
         """The next queued turn: a ToolTurn, an ExecutionAnswer/dict (final), or a list of tool calls."""
         item = self._next(self.tool_turns, role, TOOLS_SCHEMA, messages)

@@ -263,7 +263,9 @@ class ScriptedLLMServer:
 
     def start(self) -> ScriptedLLMServer:
         """Bind a port (a free one when port is 0) and serve in a daemon thread."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose proto says TCP, and
+        # with Nagle on, every answer after a connection's first waited ≈ 40 ms for the client's delayed ACK
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import dataclasses
 import json
 import logging
@@ -45,7 +44,7 @@ from artoo.tasks.law1.judge import PolicyVerdict, judge_command, judge_write, re
 from artoo.tasks.tools import changeset, doors, files, overlay, sandbox, shell
 from artoo.tasks.tools.locate import locate
 from artoo.tasks.tools.models import Gate, PendingAction, ToolError, ToolResult
-from artoo.tasks.tools.specs import PRIMARY, SPECS
+from artoo.tasks.tools.specs import PRIMARY, specs_for
 from artoo.tasks.tools.text import evidence_of, head_tail, with_note
 from artoo.tasks.tools.web import DDG_URL, web_search
 
@@ -94,7 +93,7 @@ class ToolBox:
 
     def specs(self) -> list[dict]:
         """Function-tool specs of the tools not blocked this round."""
-        return [copy.deepcopy(s) for s in SPECS if s["function"]["name"] not in self.blocked_tools]
+        return specs_for(self.blocked_tools)
 
     async def call(self, name: str, arguments: dict | str | None) -> ToolResult:
         """Run one tool call; every failure comes back as ok=False with a failure class."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 
 def _spec(name: str, description: str, **params: str) -> dict:
     properties = {key: {"type": "string", "description": text} for key, text in params.items()}
@@ -35,3 +37,8 @@ SPECS: list[dict] = [
 PRIMARY = {"locate": "query", "glob": "pattern", "read_file": "path", "write_file": "path",
            "shell": "command", "search": "query"}
 """The argument that is each tool's input (shown in evidence, checked against blocked targets)."""
+
+
+def specs_for(blocked_tools: set[str]) -> list[dict]:
+    """The function-tool specs an executor is offered when ``blocked_tools`` are blocked (copies: callers may edit)."""
+    return [copy.deepcopy(s) for s in SPECS if s["function"]["name"] not in blocked_tools]

@@ -1,0 +1,35 @@
+"""What ``artoo run`` imports on its way to its first flow run, to import ahead of time.
+
+Why: two places pay those imports before they are needed.  The warm runner (artoo.zygote) imports
+them once per home and forks a child per command.  A command without a runner (artoo.runner) imports
+them while its server is still starting, so the flow's first call does not import them between two
+LLM requests (bench/README.md, ``overhead.process_cold``).  Standard library only at import.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+PRELOAD = (
+    "prefect.main", "prefect.settings", "prefect.flow_engine", "prefect.task_engine",
+    "prefect.client.orchestration", "prefect.events.clients", "prefect.logging.handlers",
+    "prefect.utilities.visualization", "openai", "openai.resources", "openai.lib.streaming", "duckdb", "pyarrow",
+    "typer", "rich.console", "rich.table", "rich._emoji_codes", "fastapi", "starlette.applications",
+    "anyio.streams.tls", "anyio._backends._asyncio", "httpcore2", "truststore", "opentelemetry.metrics", "pydoc",
+    "encodings.idna", "artoo.config.settings", "artoo.memory.store", "artoo.memory.transfer",
+    "artoo.memory.potentials", "artoo.embedded_server", "artoo.lingering", "artoo.local_server", "artoo.quiet",
+    "artoo.flows.task_flow", "artoo.flows.auditor", "artoo.tasks.bus", "artoo.tasks.roles.perceiver",
+)
+"""What ``artoo run`` imports on its way to the first LLM call (never the CLI modules: artoo.zygote says why)."""
+
+
+def preload(skipped: Callable[[str, ImportError], None] | None = None) -> None:
+    """Import every PRELOAD module; one another dependency version lacks is passed to ``skipped`` (it only
+    costs its import later)."""
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            if skipped is not None:
+                skipped(name, exc)
