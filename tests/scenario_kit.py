@@ -90,6 +90,24 @@ def deletion_scenario(approved: bool = True) -> dict:
     return scenario(**queues)
 
 
+def change_path_scenario(workspace) -> dict:
+    """Round 1 counts ``missing/notes.txt`` (environmental failure → change_path); round 2 counts the real
+    ``data/notes.txt`` (written into ``workspace`` here) and is accepted."""
+    (workspace / "data").mkdir(parents=True)
+    (workspace / "data" / "notes.txt").write_text("a\nb\nc\n")
+    count = "the line count of notes.txt is reported"
+    return scenario(
+        TaskSpec=[spec("count_notes", "count the lines in notes.txt")],
+        Plan=[plan([subtask("count notes lines", [count])], ["the count is reported"]),
+              plan([subtask("find notes.txt and count its lines", [count])], ["the count is reported"])],
+        tools=[call("shell", command="wc -l missing/notes.txt"), done("no such file", status="failed"),
+               call("shell", command="wc -l < data/notes.txt"), done("3")],
+        AgentVerdict=[agent(verdict(count, False, "environmental", "No such file or directory")),
+                      agent(verdict(count, True, evidence="wc printed 3"))],
+        TaskVerdict=[task_verdict(verdict("the count is reported", True))],
+    )
+
+
 def requests_by_schema(server) -> dict[str, int]:
     """How many requests the scripted server saw per schema NAME."""
     counts: dict[str, int] = {}

@@ -19,18 +19,7 @@ from artoo.tasks.llm import TOOLS_SCHEMA, OpenAICompatLLM
 from artoo.tasks.llm.early import EARLY
 from artoo.tasks.llm.scripted_server import ScriptedLLMServer
 from tests.conftest import final_from, run_cli
-from tests.scenario_kit import (
-    agent,
-    call,
-    done,
-    plan,
-    requests_by_schema,
-    scenario,
-    spec,
-    subtask,
-    task_verdict,
-    verdict,
-)
+from tests.scenario_kit import change_path_scenario, requests_by_schema
 
 PLAN = {"task_criteria": [{"criterion": "done", "mode": "verifiable"}],
         "subtasks": [{"sequence": 1, "intent": "count", "context": "",
@@ -135,20 +124,7 @@ def test_a_replanned_run_answers_r1_every_r2_and_every_first_r3_turn_early_and_a
     entry answers once (no repeats), so a request sent early and again by its task would find no answer
     and fail the run.
     """
-    workspace = artoo_env / "workspace"
-    (workspace / "data").mkdir(parents=True)
-    (workspace / "data" / "notes.txt").write_text("a\nb\nc\n")
-    count = "the line count of notes.txt is reported"
-    server = scripted(scenario(
-        TaskSpec=[spec("count_notes", "count the lines in notes.txt")],
-        Plan=[plan([subtask("count notes lines", [count])], ["the count is reported"]),
-              plan([subtask("find notes.txt and count its lines", [count])], ["the count is reported"])],
-        tools=[call("shell", command="wc -l missing/notes.txt"), done("no such file", status="failed"),
-               call("shell", command="wc -l < data/notes.txt"), done("3")],
-        AgentVerdict=[agent(verdict(count, False, "environmental", "No such file or directory")),
-                      agent(verdict(count, True, evidence="wc printed 3"))],
-        TaskVerdict=[task_verdict(verdict("the count is reported", True))],
-    ))
+    server = scripted(change_path_scenario(artoo_env / "workspace"))
     sent, taken = EARLY.sent, EARLY.taken
     code, out, _ = run_cli("run", "--json", "count the lines in notes.txt")
     final = final_from(out)

@@ -18,6 +18,7 @@ from tests.run_graph import artifact_versions, flow_runs_named, latest_task_run,
 from tests.scenario_kit import (
     agent,
     call,
+    change_path_scenario,
     deletion_scenario,
     done,
     plan,
@@ -57,20 +58,7 @@ def test_first_round_accept_makes_exactly_the_minimum_llm_calls(scripted, artoo_
 
 def test_environmental_failure_changes_path_then_accepts(scripted, artoo_env: Path):
     """Round 1: D=1, P=0 (environmental), ∇L=0 → change_path; round 2 finds the file → accept."""
-    workspace = artoo_env / "workspace"
-    (workspace / "data").mkdir(parents=True)
-    (workspace / "data" / "notes.txt").write_text("a\nb\nc\n")
-    count = "the line count of notes.txt is reported"
-    server = scripted(scenario(
-        TaskSpec=[spec("count_notes", "count the lines in notes.txt")],
-        Plan=[plan([subtask("count notes lines", [count])], ["the count is reported"]),
-              plan([subtask("find notes.txt and count its lines", [count])], ["the count is reported"])],
-        tools=[call("shell", command="wc -l missing/notes.txt"), done("no such file", status="failed"),
-               call("shell", command="wc -l < data/notes.txt"), done("3")],
-        AgentVerdict=[agent(verdict(count, False, "environmental", "No such file or directory")),
-                      agent(verdict(count, True, evidence="wc printed 3"))],
-        TaskVerdict=[task_verdict(verdict("the count is reported", True))],
-    ))
+    server = scripted(change_path_scenario(artoo_env / "workspace"))
     code, final, _ = run_json("count the lines in notes.txt")
     assert (code, final["directive"], final["replans"]) == (0, "accept", 1)
     assert final["prev_directive"] == "change_path"
