@@ -122,6 +122,12 @@ def healthy(api_url: str, timeout_s: float = 2.0) -> bool:
         return False
 
 
+CLAIM_WAIT_S = 1.0
+"""How long a claim retries the lock: a command's ``live_record`` holds it shared for an instant while it
+polls for the server it spawned, and a claim failing on that made the new server leave at once, as if
+another had won (exit 0, no output: the command then failed with "artoo's Prefect server exited")."""
+
+
 def claim(home: Path, api_url: str, kind: str) -> int | None:
     """Become this home's server: hold the lock and publish the record; None when one already runs.
 
@@ -129,9 +135,11 @@ def claim(home: Path, api_url: str, kind: str) -> int | None:
     releases it).
     """
     paths = Paths.of(home)
-    fd = _try_lock(paths.lock, fcntl.LOCK_EX)
-    if fd is None:
-        return None
+    deadline = time.monotonic() + CLAIM_WAIT_S
+    while (fd := _try_lock(paths.lock, fcntl.LOCK_EX)) is None:
+        if time.monotonic() > deadline:  # held all along: a server runs
+            return None
+        time.sleep(0.02)  # or a command's live_record held it shared for an instant
     tmp = paths.record.with_suffix(".tmp")
     tmp.write_text(json.dumps({"pid": os.getpid(), "api_url": api_url, "kind": kind, "started": time.time()}))
     tmp.replace(paths.record)

@@ -182,3 +182,24 @@ def test_a_starting_server_is_waited_for_not_mistaken_for_the_dead_ones_record(t
         os.close(holder)
         starting.kill()
         starting.wait()
+
+
+def test_a_claim_waits_out_a_commands_brief_shared_probe_but_not_a_running_server(tmp_path: Path):
+    """A command polling ``live_record`` holds the lock shared for an instant; the new server must not take
+    that for another server (it used to exit 0 at once and the command failed).  A real holder still wins."""
+    import fcntl
+    import threading
+
+    from artoo.lingering import Paths, claim
+
+    home = tmp_path / "home"
+    paths = Paths.of(home)
+    probe = os.open(paths.lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(probe, fcntl.LOCK_SH)
+    threading.Timer(0.2, os.close, args=(probe,)).start()  # the probe lets go, as live_record does
+    fd = claim(home, "http://127.0.0.1:1/api", "embedded")
+    assert fd is not None and json.loads(paths.record.read_text())["pid"] == os.getpid()
+    try:
+        assert claim(home, "http://127.0.0.1:2/api", "embedded") is None  # held: another server runs
+    finally:
+        os.close(fd)
