@@ -90,11 +90,12 @@ def deletion_scenario(approved: bool = True) -> dict:
     return scenario(**queues)
 
 
-def change_path_scenario(workspace) -> dict:
+def change_path_scenario(workspace=None, **extra: list[dict]) -> dict:
     """Round 1 counts ``missing/notes.txt`` (environmental failure → change_path); round 2 counts the real
-    ``data/notes.txt`` (written into ``workspace`` here) and is accepted."""
-    (workspace / "data").mkdir(parents=True)
-    (workspace / "data" / "notes.txt").write_text("a\nb\nc\n")
+    ``data/notes.txt`` (written into ``workspace`` here when given) and is accepted.  ``extra``: more queues."""
+    if workspace is not None:
+        (workspace / "data").mkdir(parents=True)
+        (workspace / "data" / "notes.txt").write_text("a\nb\nc\n")
     count = "the line count of notes.txt is reported"
     return scenario(
         TaskSpec=[spec("count_notes", "count the lines in notes.txt")],
@@ -105,6 +106,7 @@ def change_path_scenario(workspace) -> dict:
         AgentVerdict=[agent(verdict(count, False, "environmental", "No such file or directory")),
                       agent(verdict(count, True, evidence="wc printed 3"))],
         TaskVerdict=[task_verdict(verdict("the count is reported", True))],
+        **extra,
     )
 
 

@@ -37,12 +37,11 @@ from tests.e2e.helpers import (
     wait_final,
     wait_for,
 )
-from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
+from tests.scenario_kit import change_path_scenario
 
 pytestmark = pytest.mark.e2e
 
 REQUEST = "count the lines in notes.txt"
-COUNT = "the line count of notes.txt is reported"
 RULE = "Archive reports with tar into ~/archive; it worked every time."
 ROUNDS = {"round-1 · init", "round-2 · change_path"}
 SUBTASKS = {"subtask-1.1 · count notes lines", "subtask-2.1 · find notes.txt and count its lines"}
@@ -62,17 +61,8 @@ class Room:
 
 
 def the_scenario() -> dict:
-    return scenario(
-        TaskSpec=[spec("count_notes", REQUEST)],
-        Plan=[plan([subtask("count notes lines", [COUNT])], ["the count is reported"]),
-              plan([subtask("find notes.txt and count its lines", [COUNT])], ["the count is reported"])],
-        tools=[call("shell", command="wc -l missing/notes.txt"), done("no such file", status="failed"),
-               call("shell", command="wc -l < data/notes.txt"), done("3")],
-        AgentVerdict=[agent(verdict(COUNT, False, "environmental", "No such file or directory")),
-                      agent(verdict(COUNT, True, evidence="wc printed 3"))],
-        TaskVerdict=[task_verdict(verdict("the count is reported", True))],
-        Consolidation=[{"answer": {"kind": "best_practice", "content": RULE}, "match": "archive_reports"}],
-    )
+    return change_path_scenario(
+        Consolidation=[{"answer": {"kind": "best_practice", "content": RULE}, "match": "archive_reports"}])
 
 
 def seed_memory(home: Path) -> dict[str, str]:
