@@ -82,14 +82,13 @@ def round_inputs(rt: Runtime, spec: TaskSpec, blocked_tools: list[str], blocked_
 
 
 def send_plan_early(rt: Runtime, spec: TaskSpec, round_no: int, directive: PlanDirective | None,
-                    prior_summary: str, evidence: str) -> None:
+                    blocked_tools: list[str], blocked_targets: list[str], prior_summary: str, evidence: str) -> None:
     """Before round ``round_no``'s subflow is created: work out its inputs and send its R2 request now.
 
     The round takes both (``rt.prepared``), so its plan task asks with the very same words and gets
     the answer that has been on its way meanwhile (artoo.tasks.llm.early).
     """
-    inputs = round_inputs(rt, spec, list(directive.blocked_tools) if directive else [],
-                          list(directive.blocked_targets) if directive else [])
+    inputs = round_inputs(rt, spec, blocked_tools, blocked_targets)
     rt.prepared[round_no] = inputs
     block, shown_directive, shown_targets = _shown(rt, inputs, directive)
     rt.llm.send_early("R2", "Plan", planner.messages_for(spec, block, shown_directive, inputs.must_not_tools,

@@ -197,7 +197,8 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
     while True:
         blocked_tools = list(directive.blocked_tools) if directive else []
         blocked_targets = list(directive.blocked_targets) if directive else []
-        send_plan_early(rt, spec, round_no, directive, prior_summary, evidence)  # R2 thinks while the subflow is made
+        send_plan_early(rt, spec, round_no, directive, blocked_tools, blocked_targets, prior_summary,
+                        evidence)  # R2 thinks while the round's subflow is made
         named = run_named(round_flow, round_run_name(round_no, directive))
         with in_scope(round=round_no):
             message = await named(runtime_id, spec, round_no, directive, blocked_tools, blocked_targets,
