@@ -1,7 +1,7 @@
 """Every use of a Prefect API that Prefect does not document, in one place.
 
 artoo is pinned to one Prefect release (``PINNED_PREFECT``, the version in pyproject.toml).
-Three things it needs have no public equivalent in that release; each is wrapped here so a
+The things it needs have no public equivalent in that release; each is wrapped here so a
 Prefect upgrade is checked in one module, and tests/test_compat.py fails with a message that
 names the wrapper when the pinned behaviour changes:
 
@@ -21,6 +21,12 @@ names the wrapper when the pinned behaviour changes:
   (PREFECT_* variables, the profile, ``.env``/``prefect.toml``/``pyproject.toml`` in the cwd) and its
   logging handlers at import, so both are built again (``refresh_global_settings_context``, which
   Prefect calls after its plugins ran, and ``setup_logging`` non-incrementally).
+* :func:`repeat_sigterm_while_killing`: Prefect's runner stops a flow-run process with one SIGTERM
+  and a SIGKILL 30 s later (``ProcessManager.kill``); the child's SIGTERM bridge raises
+  ``TerminationSignal`` wherever its main thread is, and asyncio swallows a BaseException raised in a
+  socket transport's callback or in a task other than the flow's (logged as "Fatal write error on
+  socket transport"), so an async flow can miss that one signal and run on until the SIGKILL.  The
+  wrapper repeats the SIGTERM while the process lives.
 * :func:`named_at_creation`: a subflow run created with its name (Prefect creates it unnamed and
   renames it in a second write) and without the look-up for an earlier run of a parent that is not
   being re-run, and without upserting the flow again once its id is known: three API round trips
@@ -119,6 +125,49 @@ def sqlite_immediate_writes() -> None:
 
     if not getattr(AioSqliteConfiguration.begin_transaction, "artoo_immediate", False):
         AioSqliteConfiguration.begin_transaction = immediate_begin(AioSqliteConfiguration.begin_transaction)
+
+
+SIGTERM_AGAIN_S = 5.0
+"""How long a flow-run process has to end after a SIGTERM before ``artoo serve`` repeats it; a process that got
+the signal exits within a second or two here, even on two busy cores."""
+
+
+def repeat_sigterm_while_killing(every_s: float = SIGTERM_AGAIN_S) -> None:
+    """Make this process's Prefect runner repeat SIGTERM every ``every_s`` to a flow-run process it is stopping,
+    until the process ends or Prefect's own SIGKILL comes (idempotent; last ``every_s`` wins)."""
+    from prefect.runner._process_manager import ProcessManager
+
+    original = getattr(ProcessManager.kill, "artoo_original", ProcessManager.kill)
+    ProcessManager.kill = _kill_repeating(original, every_s)
+
+
+def _kill_repeating(original: Any, every_s: float) -> Any:
+    """Prefect 3.8.8's ``ProcessManager.kill`` (SIGTERM, up to ``grace_seconds``, SIGKILL), SIGTERM repeated."""
+    import anyio
+    from prefect.logging import get_logger
+
+    async def again(handle: Any) -> None:
+        while True:
+            await anyio.sleep(every_s)
+            with contextlib.suppress(ProcessLookupError):
+                if handle.is_alive():
+                    get_logger("runner").warning("flow-run process %s still runs %.0f s after SIGTERM; sending "
+                                                 "SIGTERM again", handle.pid, every_s)
+                    handle.graceful_kill()
+
+    async def kill(self: Any, flow_run_id: Any, grace_seconds: float = 30, *, force: bool = False) -> None:
+        handle = self.get(flow_run_id)
+        if force or handle is None:
+            return await original(self, flow_run_id, grace_seconds, force=force)
+        async with anyio.create_task_group() as group:
+            group.start_soon(again, handle)
+            try:
+                await original(self, flow_run_id, grace_seconds)
+            finally:
+                group.cancel_scope.cancel()
+
+    kill.artoo_original = original
+    return kill
 
 
 class FixedRunName:
