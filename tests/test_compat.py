@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import inspect
 import re
+import subprocess
+import sys
 import threading
 import tomllib
+import uuid
 from pathlib import Path
 
 import pytest
@@ -197,3 +200,59 @@ def test_a_flow_id_the_server_does_not_know_is_forgotten_and_the_run_still_creat
     compat._FLOW_IDS[key] = stale
     assert asyncio.run(parent()) == "subtask-9.1 · after a database swap"
     assert compat._FLOW_IDS[key] not in (stale, None), "the refused id must be replaced by the server's"
+
+
+IGNORES_ONE_SIGTERM = """
+import signal, sys, time
+seen = []
+def on_term(*_):
+    seen.append(1)
+    if len(seen) > 1:
+        sys.exit(3)
+signal.signal(signal.SIGTERM, on_term)
+print("ready", flush=True)
+time.sleep(60)
+"""
+"""A process that misses its first SIGTERM (as an asyncio flow can) and exits 3 on the second."""
+
+
+@pytest.fixture
+def prefect_kill():
+    """Prefect's ProcessManager.kill, put back after the test (repeat_sigterm_while_killing patches the class)."""
+    from prefect.runner._process_manager import ProcessManager
+
+    original = ProcessManager.kill
+    yield original
+    ProcessManager.kill = original
+
+
+def stop_one_that_misses_a_sigterm(grace_s: float) -> int:
+    """Track the process in a ProcessManager the way the runner does, stop it with ``kill``; its exit code."""
+    import anyio
+    from prefect.runner._process_manager import ProcessHandle, ProcessManager
+
+    async def main() -> int:
+        process = await anyio.open_process([sys.executable, "-c", IGNORES_ONE_SIGTERM], stdout=subprocess.PIPE)
+        assert b"ready" in await process.stdout.receive()  # its handler is installed
+        async with ProcessManager() as manager:
+            run_id = uuid.uuid4()
+            await manager.add(run_id, ProcessHandle(process))
+            await manager.kill(run_id, grace_seconds=grace_s)
+            await manager.remove(run_id)
+        return await process.wait()
+
+    return anyio.run(main)
+
+
+def test_prefect_stops_a_flow_run_process_with_one_sigterm_then_sigkill(prefect_kill):
+    """What repeat_sigterm_while_killing works around: the pinned runner never repeats its SIGTERM."""
+    assert stop_one_that_misses_a_sigterm(grace_s=3.0) == -9
+
+
+def test_repeat_sigterm_while_killing_lets_a_process_that_missed_one_end_on_its_own(prefect_kill):
+    compat.repeat_sigterm_while_killing(every_s=0.3)
+    compat.repeat_sigterm_while_killing(every_s=0.3)  # idempotent: wraps Prefect's kill once
+    from prefect.runner._process_manager import ProcessManager
+
+    assert ProcessManager.kill.artoo_original is prefect_kill
+    assert stop_one_that_misses_a_sigterm(grace_s=30.0) == 3
