@@ -44,10 +44,11 @@ def test_round_two_writes_only_the_summary_and_r4b_judges_it_with_round_ones_nam
                     subtask("write summary.md naming the three logs", [wrote], 2, tools=["write_file"])],
                    [named, exists]),
               plan([subtask("write summary.md in the workspace from the names found", [wrote], tools=["write_file"],
-                            context="the three largest logs, validated last round: srv/app.log srv/db.log srv/web.log")],
+                            context="the three largest logs, validated last round: " + names.replace("\n", " "))],
                    [named, exists])],
         tools=[call("shell", command="ls -S srv/*.log | head -3"), done(names),
-               call("write_file", path="/srv/summary.md", content=summary), done("wrote the summary to /srv/summary.md"),
+               call("write_file", path="/srv/summary.md", content=summary),
+               done("wrote the summary to /srv/summary.md"),
                call("write_file", path="summary.md", content=summary), done("summary.md written")],
         AgentVerdict=[agent(verdict(found, True, evidence="ls -S printed three names")),
                       agent(verdict(wrote, False, "environmental", "write_file refused /srv/summary.md"),
@@ -75,4 +76,52 @@ def test_round_two_writes_only_the_summary_and_r4b_judges_it_with_round_ones_nam
     assert final["output"] == {"find the three largest logs under srv/ (validated in round 1)": names,
                                "write summary.md in the workspace from the names found": "summary.md written"}
     assert (ws / "summary.md").read_text() == summary
+    assert server.unused() == {}
+
+
+def test_a_result_kept_from_round_one_outlives_a_second_failed_write(scripted, artoo_env: Path, monkeypatch):
+    """Round 1 counts the ERROR lines of srv/app.log (matched) and writes the count to /srv/errors.txt
+    (refused).  Round 2 only redoes the write, to /srv/out/errors.txt: refused again.  Round 2 matched
+    nothing, yet round 3's planner is still handed round 1's count and R4b in round 3 judges with it:
+    kept results live until a later round redoes them, not only for the next round.
+    """
+    monkeypatch.setenv("ARTOO_GGS__MAX_RETRIES", "0")
+    ws = artoo_env / "workspace"
+    (ws / "srv").mkdir(parents=True)
+    (ws / "srv" / "app.log").write_text("ERROR disk full\nINFO ok\nERROR disk full\nERROR timeout\n")
+    counted, wrote = "the number of ERROR lines is printed", "errors.txt holds the count"
+    reported, exists = "the ERROR lines of srv/app.log are counted", "errors.txt holds the count"
+    request = "count the ERROR lines in srv/app.log and write the number to errors.txt"
+    write = [subtask("write the count to errors.txt", [wrote], tools=["write_file"],
+                     context="the count, validated in round 1: 3")]
+    refused = [agent(verdict(wrote, False, "environmental", f"write_file refused {path}"),
+                     wrong=f"{path} is outside the workspace", todo="write errors.txt in the workspace")
+               for path in ("/srv/errors.txt", "/srv/out/errors.txt")]
+    server = scripted(scenario(
+        TaskSpec=[spec("count_errors", request)],
+        Plan=[plan([subtask("count the ERROR lines of srv/app.log", [counted], tools=["shell"]),
+                    subtask("write the count to errors.txt", [wrote], 2, tools=["write_file"])], [reported, exists]),
+              plan(write, [reported, exists]), plan(write, [reported, exists])],
+        tools=[call("shell", command="grep -c ERROR srv/app.log"), done("3"),
+               call("write_file", path="/srv/errors.txt", content="3\n"), done("wrote 3 to /srv/errors.txt"),
+               call("write_file", path="/srv/out/errors.txt", content="3\n"), done("wrote /srv/out/errors.txt"),
+               call("write_file", path="errors.txt", content="3\n"), done("errors.txt written")],
+        AgentVerdict=[agent(verdict(counted, True, evidence="grep -c printed 3")), *refused,
+                      agent(verdict(wrote, True, evidence="write_file wrote errors.txt"))],
+        TaskVerdict=[task_verdict(verdict(reported, True, evidence="round 1's grep -c printed 3"),
+                                  verdict(exists, True, evidence="write_file wrote errors.txt"))],
+    ))
+    code, final = run_json(request)
+    assert (code, final["directive"], final["replans"]) == (0, "accept", 2)
+    plans = bodies(server, "Plan")
+    assert len(plans) == 3
+    worked = "- Subtask 'count the ERROR lines of srv/app.log': met its criteria with: shell grep -c ERROR"
+    assert worked in prompt(plans[1]) and worked in prompt(plans[2])  # still handed over after round 2 failed
+    judged = bodies(server, "TaskVerdict")
+    assert len(judged) == 1
+    kept = prompt(judged[0]).split(f"{KEPT_HEADING}:\n", 1)[-1]
+    assert "[validated in round 1] count the ERROR lines of srv/app.log\nresult: 3" in kept
+    assert final["output"] == {"count the ERROR lines of srv/app.log (validated in round 1)": "3",
+                               "write the count to errors.txt": "errors.txt written"}
+    assert (ws / "errors.txt").read_text() == "3\n"
     assert server.unused() == {}
