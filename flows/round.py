@@ -98,8 +98,11 @@ def send_plan_early(rt: Runtime, spec: TaskSpec, round_no: int, directive: PlanD
 @flow(name="round", validate_parameters=False, log_prints=False, persist_result=False)
 async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: PlanDirective | None,
                      blocked_tools: list[str], blocked_targets: list[str],
-                     prior_summary: str = "", evidence: str = "") -> OutcomeSummary | ReplanRequest:
-    """Plan and run one round; return R4b's verdict for the GGS (``evidence``: the last round's calls)."""
+                     prior_summary: str = "", evidence: str = "",
+                     kept: list[r4b.KeptResult] | None = None) -> OutcomeSummary | ReplanRequest:
+    """Plan and run one round; return R4b's verdict for the GGS (``evidence``: the last round's calls;
+    ``kept``: what earlier rounds validated, merged with this round's results and shown to R4b)."""
+    kept = list(kept or [])
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
     inputs = rt.prepared.pop(round_no, None) or round_inputs(rt, spec, blocked_tools, blocked_targets)
@@ -108,7 +111,7 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
         plan = await _plan(runtime_id, spec, inputs, directive, prior_summary, evidence)
     except RunFailure as exc:  # a plan that broke the rules twice, or the planner's endpoint failing
         logger.error("round %d failed honestly: %s", round_no, exc)
-        return _rejected_round(rt, spec, str(exc), exc.failure_class)
+        return _rejected_round(rt, spec, str(exc), exc.failure_class, kept)
     plan, cap_note = plan_rules.cap_plan(plan_rules.normalise_sequences(plan))
     if cap_note:
         logger.warning(cap_note)
@@ -116,11 +119,11 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     rt.bus.publish(manifest, "R2", "R4b")
     outcomes = await _run_groups(runtime_id, rt, round_no, groups, sorted(inputs.must_not_tools),
                                  sorted(inputs.must_not_targets), inputs.pairs)
-    merged = r4b.merge_outputs(outcomes)
+    merged = r4b.merge_outputs(outcomes, kept)
     verdicts, summary = None, ""
-    if r4b.needs_llm(outcomes):
+    if r4b.needs_llm(outcomes):  # this round's outcomes only: kept results never make a failed round matched
         try:
-            answer = await meta_validate_task(runtime_id, manifest, outcomes, merged)
+            answer = await meta_validate_task(runtime_id, manifest, outcomes, merged, kept)
             verdicts, summary = r4b.task_verdicts(manifest, answer), answer.summary
         except RunFailure as exc:  # no verdict is not an accept: every task criterion fails with the cause
             logger.error("R4b could not judge the task criteria: %s", exc)
@@ -213,13 +216,15 @@ def _not_run(rt: Runtime, subtask: SubTask) -> SubTaskOutcome:
     return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
 
 
-def _rejected_round(rt: Runtime, spec: TaskSpec, reason: str, failure_class: str) -> ReplanRequest:
-    """The planner produced no valid plan: an honest failure of the round, classified by its cause."""
+def _rejected_round(rt: Runtime, spec: TaskSpec, reason: str, failure_class: str,
+                    kept: list[r4b.KeptResult] = ()) -> ReplanRequest:
+    """The planner produced no valid plan: an honest failure of the round, classified by its cause
+    (what earlier rounds validated stays in its merged output: achieved so far)."""
     placeholder = SubTask(subtask_id="plan", parent_task_id=spec.task_id, intent="produce a valid plan")
     verdicts = r4a.immediate_failure(placeholder, reason, failure_class)
     failed = r4a.outcome(placeholder, "failed", None, verdicts, [r4a.gap_point(1, verdicts)],
                          failure_reason=reason, failure_class=failure_class)
     manifest = DispatchManifest(task_id=spec.task_id)
-    message = r4b.decide(spec.task_id, manifest, [failed], {}, None, reason)
+    message = r4b.decide(spec.task_id, manifest, [failed], r4b.merge_outputs([], list(kept)), None, reason)
     rt.bus.publish(message, "R4b", "R7")
     return message

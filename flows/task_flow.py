@@ -41,6 +41,7 @@ from artoo.tasks.ggs.controller import GGSController
 from artoo.tasks.ggs.task import artifact_key, ggs_task
 from artoo.tasks.llm import OpenAICompatLLM, cost_report
 from artoo.tasks.prefect_tasks import failure_report_task, perceive_task
+from artoo.tasks.roles.meta_validator import KeptResult, keep_results
 from artoo.tasks.roles.planner import evidence_block, failure_messages
 from artoo.tasks.runtime import Runtime, drop, register
 from artoo.tasks.session import append_history, history_for
@@ -193,6 +194,7 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
     rt.bus.publish(spec, "R1", "R2")
     controller = GGSController(spec.task_id, spec.intent, rt.settings.ggs)
     directive, prior_summary, evidence, round_no = None, "", "", 1
+    kept: list[KeptResult] = []  # what earlier rounds validated: R4b judges it with the redo, the user gets it
     retry = rt.settings.ablation.strategy == "retry"  # the ablation: same stopping rule, no directed correction
     while True:
         blocked_tools = list(directive.blocked_tools) if directive else []
@@ -202,7 +204,7 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
         named = run_named(round_flow, round_run_name(round_no, directive))
         with in_scope(round=round_no):
             message = await named(runtime_id, spec, round_no, directive, blocked_tools, blocked_targets,
-                                  prior_summary, evidence)
+                                  prior_summary, evidence, kept)
             elapsed_ms = (time.monotonic() - started) * 1000
             paused_ms = sum(rt.law1_waits) * 1000  # the person's time answering Law 1: not the agent's, not in Ω
             if paused_ms:
@@ -212,8 +214,9 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
             break
         directive = None if retry else decision.directive
         prior_summary = "" if retry else getattr(message, "gap_summary", "") or ""
+        kept = [] if retry else keep_results(kept, round_no, getattr(message, "matched_outcomes", []))
         evidence = "" if retry else evidence_block(getattr(message, "failed_outcomes", []),
-                                                   getattr(message, "matched_outcomes", []))
+                                                   [k.outcome for k in kept])
         round_no += 1
     final = decision.final
     if final.directive == "abandon":  # spec v0.9: one R2 call reports what was achieved and what to try

@@ -24,12 +24,12 @@ ERRNO_TEXTS: tuple[str, ...] = (
     "No such file or directory", "Permission denied", "Not a directory", "Is a directory",
     "Read-only file system", "File exists", "Directory not empty", "No space left on device",
     "Operation not permitted", "Disk quota exceeded", "File name too long", "Directory nonexistent",
-    "Too many levels of symbolic links",
+    "Too many levels of symbolic links", "No such file",
 )
-"""strerror texts (and dash's "Directory nonexistent"): a line carrying one is an error line."""
+"""strerror texts (and dash's "Directory nonexistent" and "No such file"): a line carrying one is an error line."""
 ERRNO_LINE = re.compile("|".join(re.escape(t) for t in ERRNO_TEXTS))
 """Finds an errno text in a line: such a line is an error line."""
-_MISSING = ("No such file or directory", "Directory nonexistent")
+_MISSING = ("No such file or directory", "Directory nonexistent", "No such file")
 _QUOTED = re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"]")
 _CONTRACTION = re.compile(r"(?<=[A-Za-z])'(?=[a-z])")  # can't, doesn't: not a quote
 _MOVED_TO = re.compile(r"cannot (?:move|copy|rename|overwrite)\b.*? to ['‘`\"]([^'’`\"\n]+)['’`\"]")
@@ -44,6 +44,20 @@ _ERRNO_2 = re.compile(r"\[Errno 2\]")
 """Python's (and its libraries') wording of a missing path, for reads and writes alike."""
 _CD = re.compile(r"(?:^|: )cd: ")
 """bash's word for a folder ``cd`` could not enter: ``bash: line 1: cd: reports: No such file or directory``."""
+
+
+_MISSING_SCRIPT = re.compile(r"^Error: Cannot find module '(/[^'\n]+)'|^(?:\S+: )?\d+: Can't open (\S+)$"
+                             r"|No such file or directory -- (\S+) \(LoadError\)")
+"""Interpreters that could not find the script they were given, in words without (or around) an errno:
+node (its main module, always absolute), old dash (``sh: 0: Can't open x.sh``), ruby (``-- x.rb (LoadError)``)."""
+_MISSING_PACKAGE = re.compile(r"\bNo module named\b|^Error: Cannot find module '(?![/.~])", re.MULTILINE)
+"""A program that started but lacks a package (``ModuleNotFoundError: No module named 'pandas'``, node's
+``Cannot find module 'lodash'``, ``python3 -m tools.x`` with no such module): its paths did nothing wrong."""
+
+
+def missing_package(output: str) -> bool:
+    """True when ``output`` says a package or module (not a file the command named) is missing."""
+    return _MISSING_PACKAGE.search(output) is not None
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,11 @@ def error_paths(output: str, written: Collection[str] = ()) -> list[ErrorPath]:
     """
     found: dict[str, ErrorPath] = {}
     for line in output.splitlines():
+        script = _MISSING_SCRIPT.search(line)
+        if script is not None:  # the script an interpreter was given is not there: that path failed
+            path = next(g for g in script.groups() if g)
+            found.setdefault(path, ErrorPath(path, missing_parent=False))
+            continue
         errno = ERRNO_LINE.search(line)
         if errno is None:
             continue

@@ -28,8 +28,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from artoo.config.contracts import SubTaskOutcome, ToolCall
-from artoo.tasks.error_lines import ERRNO_LINE, error_paths
+from artoo.tasks.error_lines import ERRNO_LINE, error_paths, missing_package
 from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, parse, strip_prefix
+from artoo.tasks.traversal import split_noise, walk_notes
 
 OUTCOME_KINDS: tuple[str, ...] = ("matched", "failed", "skipped", "denied")
 """The four ways a subtask ends."""
@@ -195,7 +196,7 @@ def attributed_calls(outcome: SubTaskOutcome) -> list[ToolCall]:
         return _legacy_calls(outcome)
     failed = [c for c in outcome.calls if not c.ok and not c.denied]
     if not failed:
-        return [c for c in outcome.calls if c.tool == "shell" and not c.denied and error_paths(c.output or "")][-1:]
+        return [c for c in outcome.calls if c.tool == "shell" and not c.denied and error_paths(_signal(c))][-1:]
     return [c for c in failed if c.failure_class == "environmental"] or failed[-1:]
 
 
@@ -230,6 +231,24 @@ def _workspace_of(call: ToolCall) -> str | None:
     return None
 
 
+def _signal(call: ToolCall) -> str:
+    """A call's output without the traversal noise of its walking commands (artoo.tasks.traversal)."""
+    output = call.output or ""
+    if call.tool != "shell" or not output:
+        return output
+    return split_noise(call.input or "", output, _workspace_of(call))[0]
+
+
+def walk_notes_of(outcomes: Iterable[SubTaskOutcome]) -> list[str]:
+    """What the failed subtasks' walks could not read, one short note per walk (never a blocked target)."""
+    notes: dict[str, None] = {}
+    for outcome in outcomes:
+        if outcome_kind(outcome) == "failed":
+            notes.update(dict.fromkeys(note for c in outcome.calls if c.tool == "shell" and not c.denied
+                                       for note in walk_notes(c.input or "", c.output or "", _workspace_of(c))))
+    return list(notes)
+
+
 def _within(path: str, target: str) -> bool:
     return path == target or path.startswith(target.rstrip("/") + "/")
 
@@ -253,15 +272,21 @@ def blamed_targets(call: ToolCall) -> list[str]:
     ``b.tgz`` did nothing wrong.  Such a path is left alone when it cannot be placed (a relative
     one, and no word of the command says which folder it ran in) or when an interpreter could not
     open it (``[Errno 2]``: a missing input, or an output into a missing folder, maybe the deliverable).
+    A script an interpreter could not find (``node tools/x.js --out r.md`` → "Cannot find module") blames
+    the script, never ``r.md``; a missing package ("No module named 'pandas'") blames none of the paths.
+    What a walking command could not read inside the roots it walked (artoo.tasks.traversal) is no
+    failed target: ``find / -name '*.conf'`` meeting ``/proc/1/fd`` blames nothing.
     """
-    output = call.output or ""
-    if call.tool == "shell" and _MISSING_PROGRAM.search(output):
+    output = _signal(call)
+    if call.tool == "shell" and (_MISSING_PROGRAM.search(output) or missing_package(output)):
         return []
     written = _written(call.input or "") if call.tool == "shell" else set()
     if call.tool == "write_file":
         written = {call.input.strip()}
     workspace = _workspace_of(call)
     found = error_paths(output, written)
+    if not found and output != (call.output or ""):  # only a walk's unreadable corners: nothing failed
+        return []
     named = [(normalise(e.path, workspace or "/"), e.missing_parent) for e in found]
     inside = [(path, parent) for path, parent in named if any(_within(path, t) for t in call.targets)]
     if inside:  # ``find /system … -exec rm`` complaining about /system/a/b blames /system/a/b, not /system

@@ -99,10 +99,11 @@ async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResu
 
 @task(name="R4b · meta-validate", **ROLE_TASK)
 async def meta_validate_task(runtime_id: str, manifest: DispatchManifest, outcomes: list[SubTaskOutcome],
-                             merged: Any) -> TaskVerdict:
-    """R4b: judge the task criteria against the merged output (only when every subtask matched)."""
+                             merged: Any, kept: list[meta_validator.KeptResult] | None = None) -> TaskVerdict:
+    """R4b: judge the task criteria against the merged output (only when every subtask matched);
+    ``kept``: the results earlier rounds validated, shown in their own section."""
     rt = asking(runtime_id)
-    answer = await meta_validator.judge_task(rt.llm, manifest, outcomes, merged)
+    answer = await meta_validator.judge_task(rt.llm, manifest, outcomes, merged, kept or [])
     if rt.decisions is not None:
         rt.decisions.verdict("R4b", answer)
     logger = get_run_logger()

@@ -30,7 +30,7 @@ from artoo.config.contracts import (
 )
 from artoo.config.settings import GGSParams, load_settings
 from artoo.memory.tags import ENV_LOCAL, episode_content, intent_space, path_entity, tool_space
-from artoo.tasks.failure import attributed_targets, blamed_tools, outcome_counts, refusals
+from artoo.tasks.failure import attributed_targets, blamed_tools, outcome_counts, refusals, walk_notes_of
 from artoo.tasks.ggs.maths import (
     ACTION_STATES,
     LOGICAL_STATES,
@@ -216,7 +216,7 @@ class GGSController:
             failed_criterion=self._most_persistent(failing),
             failure_class=failure_class_of(reading.outcomes, reading.task_verdicts),
             budget_pressure=reading.omega, grad_l=reading.grad,
-            rationale=_rationale(state, reading, self.params), urgency=reading.urgency,
+            rationale=_rationale(state, reading, self.params) + _walk_note(reading.outcomes), urgency=reading.urgency,
             refused=list(self._refused),
         )
 
@@ -318,6 +318,12 @@ def _calls_tried(reading: _Reading) -> list[str]:
             line = " ".join(evidence.split())
             calls.append(f"r{reading.round} " + (line if len(line) <= 160 else line[:159] + "…"))
     return calls
+
+
+def _walk_note(outcomes: list[SubTaskOutcome]) -> str:
+    """`` Not blocked: find skipped 37 unreadable paths under /…``: the noise of a walk, said once, never blamed."""
+    notes = walk_notes_of(outcomes)
+    return f" Not blocked: {'; '.join(notes)} (places a walk could not read, not failed targets)." if notes else ""
 
 
 def _counts(outcomes: list[SubTaskOutcome]) -> str:

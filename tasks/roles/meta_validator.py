@@ -5,12 +5,18 @@ task criterion holds, and decides: an OutcomeSummary only when every subtask mat
 every task criterion passed; otherwise a ReplanRequest for the GGS (never for R2).  The
 gates are code: when any subtask failed the model is not asked at all (``needs_llm``),
 and a task criterion the model did not address counts as failed — ambiguity rejects.
+
+After a replan the round redoes only what failed, so the results earlier rounds validated
+("kept results", ``keep_results``) join this round's in the merged output, labelled with
+their round, and R4b's prompt shows them in their own section; they never gate the model.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from pydantic import BaseModel, Field
 
 from artoo.config.contracts import (
     CriterionVerdict,
@@ -35,6 +41,8 @@ MERGED_CHARS = 8000
 """Characters of the merged output shown to the model."""
 EVIDENCE_CHARS = 1500
 """Characters of one subtask's tool evidence shown to the model."""
+KEPT_HEADING = "Results validated in earlier rounds (kept, not redone this round)"
+"""The heading of the prompt section that shows the kept results."""
 
 ROLE = """Role R4b, Meta-Validator. Decide whether the COMBINED result meets every task criterion.
 - Judge each task criterion against the merged output and the recorded tool evidence; the merged output
@@ -43,7 +51,37 @@ ROLE = """Role R4b, Meta-Validator. Decide whether the COMBINED result meets eve
   the default is REJECT. The task is accepted only when ALL task criteria pass.
 - For every criterion: the criterion text copied exactly, verdict pass or fail, the evidence, and when
   failing a failure_class (logical: the approach or plan was wrong; environmental: the world blocked it).
+- Results validated in earlier rounds (when shown) were checked by their own validator and are part of the
+  combined result: judge the task criteria on them together with this round's.
 - summary: one honest paragraph for the user on what was achieved and what is missing."""
+
+
+class KeptResult(BaseModel):
+    """A subtask result an earlier round validated (matched), carried into the later rounds' merge."""
+
+    round: int = Field(ge=1)
+    """The round whose R4a validated it."""
+    outcome: SubTaskOutcome
+    """That round's matched outcome (intent, output, tool evidence)."""
+
+
+def _intent_key(outcome: SubTaskOutcome) -> str:
+    """Two subtasks do the same step when their intents match, case and spacing folded."""
+    return " ".join(outcome.intent.casefold().split()) or outcome.subtask_id
+
+
+def keep_results(kept: list[KeptResult], round_no: int, outcomes: list[SubTaskOutcome]) -> list[KeptResult]:
+    """``kept`` plus round ``round_no``'s matched outcomes; one of them with a kept result's intent replaces it."""
+    fresh = [KeptResult(round=round_no, outcome=o) for o in outcomes if o.status == "matched"]
+    return carried(outcomes, kept) + fresh
+
+
+def carried(outcomes: list[SubTaskOutcome], kept: list[KeptResult]) -> list[KeptResult]:
+    """The kept results this round did not redo: no matched outcome of this round has their intent.
+
+    A failed redo does not count: what an earlier round validated stays achieved."""
+    redone = {_intent_key(o) for o in outcomes if o.status == "matched"}
+    return [k for k in kept if _intent_key(k.outcome) not in redone]
 
 
 def _data(value: Any) -> Any:
@@ -56,16 +94,21 @@ def _data(value: Any) -> Any:
     return value
 
 
-def merge_outputs(outcomes: list[SubTaskOutcome]) -> dict:
-    """The matched outputs as data keyed by subtask intent, in the order given (sequence order)."""
+def kept_label(kept: KeptResult) -> str:
+    """The merged output's key of a kept result: its intent, and the round that validated it."""
+    return f"{kept.outcome.intent.strip() or kept.outcome.subtask_id} (validated in round {kept.round})"
+
+
+def merge_outputs(outcomes: list[SubTaskOutcome], kept: list[KeptResult] = ()) -> dict:
+    """The matched outputs as data keyed by subtask intent, in the order given (sequence order), after
+    the kept results of earlier rounds this round did not redo, each keyed by ``kept_label``."""
     merged: dict[str, Any] = {}
-    for outcome in outcomes:
-        if outcome.status != "matched":
-            continue
-        key = outcome.intent.strip() or outcome.subtask_id
-        n = 2
+    labelled = [(kept_label(k), k.outcome) for k in carried(outcomes, list(kept))]
+    labelled += [(o.intent.strip() or o.subtask_id, o) for o in outcomes if o.status == "matched"]
+    for label, outcome in labelled:
+        key, n = label, 2
         while key in merged:
-            key = f"{outcome.intent.strip() or outcome.subtask_id} ({n})"
+            key = f"{label} ({n})"
             n += 1
         merged[key] = _data(outcome.output)
     return merged
@@ -76,24 +119,38 @@ def needs_llm(outcomes: list[SubTaskOutcome]) -> bool:
     return bool(outcomes) and all(o.status == "matched" for o in outcomes)
 
 
-def messages_for(manifest: DispatchManifest, outcomes: list[SubTaskOutcome], merged: dict) -> list[dict]:
-    """R4b's prompt: the task criteria, the merged output and each subtask's evidence, fenced."""
-    evidence = "\n\n".join(
-        f"[{o.status}] {o.intent or o.subtask_id}\n" + cap("\n".join(o.tool_calls) or "(no tool calls)",
-                                                           EVIDENCE_CHARS)
-        for o in outcomes)
-    content = "\n\n".join([
+def _calls(outcome: SubTaskOutcome) -> str:
+    return cap("\n".join(outcome.tool_calls) or "(no tool calls)", EVIDENCE_CHARS)
+
+
+def _kept_block(kept: list[KeptResult]) -> str:
+    """Each kept result: its round and intent, its validated result and its tool evidence."""
+    return "\n\n".join(
+        f"[validated in round {k.round}] {k.outcome.intent or k.outcome.subtask_id}\n"
+        f"result: {cap(as_text(k.outcome.output), EVIDENCE_CHARS)}\ntool evidence:\n{_calls(k.outcome)}"
+        for k in kept)
+
+
+def messages_for(manifest: DispatchManifest, outcomes: list[SubTaskOutcome], merged: dict,
+                 kept: list[KeptResult] = ()) -> list[dict]:
+    """R4b's prompt: the task criteria, the merged output, each subtask's evidence and the results
+    earlier rounds validated that this round did not redo, fenced."""
+    evidence = "\n\n".join(f"[{o.status}] {o.intent or o.subtask_id}\n" + _calls(o) for o in outcomes)
+    sections = [
         f"Task criteria (about the combined output):\n{numbered(manifest.task_criteria)}",
         "Merged output:\n" + fence_untrusted("merged output", cap(as_text(merged), MERGED_CHARS)),
         "Tool evidence per subtask, recorded by code:\n" + fence_untrusted("subtask evidence", evidence),
-    ])
-    return [system(ROLE, "TaskVerdict"), user(content)]
+    ]
+    earlier = carried(outcomes, list(kept))
+    if earlier:
+        sections.append(f"{KEPT_HEADING}:\n" + fence_untrusted("kept results", _kept_block(earlier)))
+    return [system(ROLE, "TaskVerdict"), user("\n\n".join(sections))]
 
 
 async def judge_task(llm, manifest: DispatchManifest, outcomes: list[SubTaskOutcome],
-                     merged: dict) -> TaskVerdict:
+                     merged: dict, kept: list[KeptResult] = ()) -> TaskVerdict:
     """Ask the brain model for task-criteria verdicts (role R4b, schema ``TaskVerdict``)."""
-    return await llm.structured("R4b", "TaskVerdict", messages_for(manifest, outcomes, merged))
+    return await llm.structured("R4b", "TaskVerdict", messages_for(manifest, outcomes, merged, kept))
 
 
 def task_verdicts(manifest: DispatchManifest, answer: TaskVerdict) -> list[CriterionVerdict]:

@@ -134,7 +134,8 @@ def _worked_lines(matched: list[SubTaskOutcome]) -> list[str]:
 
 def evidence_block(outcomes: list[SubTaskOutcome], matched: list[SubTaskOutcome] = ()) -> str:
     """What the last round tried and why it fell short, per failed subtask, for the replan prompt; first
-    the ``matched`` subtasks of that round (what worked, which nothing blames, and what it produced).
+    the ``matched`` subtasks (what worked, which nothing blames, and what it produced): the medium loop
+    passes every result kept so far, that round's and the earlier rounds' it did not redo.
 
     Tool output and the validator's words are fenced (they quote the world) and capped; a matched
     subtask's calls are named without their output (the arguments are the model's own words), and
