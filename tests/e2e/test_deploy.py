@@ -142,12 +142,13 @@ def test_artoo_server_serves_api_and_ui_then_stops_prefect_and_postgres_on_sigte
     port, log = free_port(), tmp_path / "server.log"
     process = artoo("server", "--port", str(port), env=child_env("", home), log=log)
     try:
-        wait_for(lambda: "export PREFECT_API_URL=" in log.read_text() or process.poll() is not None, 120,
-                 "artoo server to print the export line")
+        # the export line (stdout) comes first, the "running over" line (stderr) after the home is claimed
+        wait_for(lambda: "artoo server: running over" in log.read_text() or process.poll() is not None, 120,
+                 "artoo server to print the export line and what it runs over")
         output = log.read_text()
         assert f"export PREFECT_API_URL=http://127.0.0.1:{port}/api" in output, output
         assert re.search(rf"Prefect UI: http://127\.0\.0\.1:{port}\b", output)
-        assert "PostgreSQL" in output  # not the SQLite fallback
+        assert "running over PostgreSQL" in output  # not the SQLite fallback
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/ui-settings", timeout=10) as response:
             assert f'"api_url":"http://127.0.0.1:{port}/api"' in response.read().decode()
         assert stop(process) == 0, log.read_text()
