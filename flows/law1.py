@@ -14,6 +14,12 @@ but a person watches the top-level ``artoo · <request>`` run.  So while it wait
 log gets a line with a link to the waiting form, and a markdown artifact on it says that it
 waits and lists the exact change set (updated with the answer); the terminal shows the
 same line through Prefect's console log.
+
+A question is asked once per task: when the person (or the policy, or a timeout) did not approve
+an action, the same question later in the task (the same tool, command and change set: a replan
+or a retry that tries it again) is denied at once without asking again.  Asking someone twice
+what they already refused wastes their time, and in ``pause`` mode each new question waits out
+its own timeout.  An approval is never remembered: each irreversible action needs its own.
 """
 
 from __future__ import annotations
@@ -82,13 +88,21 @@ def make_gate(settings: Settings, mode: str, decisions: list[str], waits: list[f
     watches: a paused question is announced there.
     """
     lock = asyncio.Lock()
+    refused: set[tuple] = set()  # the questions not approved in this task: never asked twice
 
     async def gate(action) -> bool:
         logger = get_run_logger()
         async with lock:  # one question at a time, even with parallel subtasks
+            if question(action) in refused:
+                decisions.append(f"denied: {action.command}")
+                logger.warning("[LAW1] denied without asking again (not approved earlier in this task): %s",
+                               action.command)
+                return False
             asked = time.monotonic()
             approved = await _ask(mode, action, settings, top_run_id)
             waited = time.monotonic() - asked
+            if not approved:
+                refused.add(question(action))
         if waits is not None:
             waits.append(waited)
         verdict = "approved" if approved else "denied"
@@ -99,6 +113,11 @@ def make_gate(settings: Settings, mode: str, decisions: list[str], waits: list[f
         return approved
 
     return gate
+
+
+def question(action) -> tuple:
+    """What makes two Law-1 questions the same: the tool, the command (spacing aside) and the exact change set."""
+    return action.tool, " ".join(action.command.split()), tuple(action.changes)
 
 
 async def _ask(mode: str, action, settings: Settings, top_run_id: str | None = None) -> bool:
