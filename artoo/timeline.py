@@ -60,9 +60,10 @@ def _llm(r: dict[str, Any], full: bool) -> list[str]:
     status = "ok" if r.get("ok") else f"FAILED: {r.get('error')}"
     head = (f"{depth}· {r.get('role')} {r.get('schema')} · {r.get('model')} · {r.get('prompt_tokens', 0)}+"
             f"{r.get('completion_tokens', 0)} tokens · {r.get('latency_s', 0):.2f} s · {status}")
+    repairs = [f"{depth}  repaired ({x.get('kind')}): {x.get('detail')}" for x in r.get("repairs") or []]
     if not full:
-        return [head]
-    lines = [head]
+        return [head, *repairs]
+    lines = [head, *repairs]
     for message in (r.get("request") or {}).get("messages", []):
         lines.append(f"{depth}  [{message.get('role')}]")
         lines.extend(f"{depth}    {line}" for line in _content(message).splitlines() or [""])

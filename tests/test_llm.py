@@ -16,7 +16,6 @@ from artoo.tasks.llm.parsing import (
     is_format_rejection,
     parse_arguments,
     strict_schema,
-    strip_fences,
     structured_request,
     with_system_note,
 )
@@ -150,6 +149,53 @@ def test_invalid_twice_raises_llm_output_error(schema, role, bad, reason):
     assert reason in message
     start = bad["raw"] if "raw" in bad else json.dumps(bad["answer"])
     assert repr(start[:200]) in message
+
+
+def test_a_zero_based_plan_is_repaired_without_a_re_ask():
+    plan = {**SAMPLES["Plan"][1], "subtasks": [{**SAMPLES["Plan"][1]["subtasks"][0], "sequence": 0},
+                                               {**SAMPLES["Plan"][1]["subtasks"][0], "sequence": 1}]}
+    seen: list[dict] = []
+
+    async def ask(llm):
+        llm.observer = seen.append  # what the decision log receives
+        return await llm.structured("R2", "Plan", [{"role": "user", "content": "plan"}])
+
+    with ScriptedLLMServer({"answers": {"Plan": [{"raw": json.dumps(plan)}]}}) as srv:
+        result, llm = _run(srv.base_url, ask)
+        assert len(srv.requests) == 1
+    assert [s.sequence for s in result.subtasks] == [1, 2]
+    assert [r.kind for r in llm.records[0].repairs] == ["sequence_base"] and llm.records[0].ok
+    assert [(x["ok"], [r["kind"] for r in x["repairs"]]) for x in seen] == [(True, ["sequence_base"])]
+
+
+def test_an_object_output_is_serialised_without_a_re_ask():
+    raw = '{"status": "completed", "output": {"a.txt": 3, "b.txt": 5}}'
+    with ScriptedLLMServer({"answers": {"tools": [{"raw": raw}]}}) as srv:
+        turn, llm = _run(srv.base_url, lambda llm: llm.tool_turn("R3", [{"role": "user", "content": "count"}],
+                                                                 [TOOL]))
+        assert len(srv.requests) == 1
+    assert turn.final == ExecutionAnswer(status="completed", output='{"a.txt":3,"b.txt":5}')
+    assert turn.assistant_message == {"role": "assistant", "content": raw}
+    assert [r.kind for r in llm.records[0].repairs] == ["to_string"]
+
+
+def test_only_what_no_repair_fixes_is_re_asked_once_and_the_log_says_so():
+    bad = {"status": "done", "output": {"a.txt": 3}}  # the output is repairable, the status is not
+    good = '```json\n{"status": "completed", "output": "a.txt 3"}\n```'
+    seen: list[dict] = []
+
+    async def turn(llm):
+        llm.observer = seen.append
+        return await llm.tool_turn("R3", [{"role": "user", "content": "count"}], [TOOL])
+
+    with ScriptedLLMServer({"answers": {"tools": [{"answer": bad}, {"raw": good}]}}) as srv:
+        result, llm = _run(srv.base_url, turn)
+        re_ask = srv.requests[1]["body"]["messages"][-1]["content"]
+        assert len(srv.requests) == 2
+    assert "status: Input should be 'completed', 'uncertain' or 'failed'" in re_ask and "output:" not in re_ask
+    assert result.final == ExecutionAnswer(status="completed", output="a.txt 3")
+    assert [(x["ok"], [r["kind"] for r in x["repairs"]]) for x in seen] == [(False, []), (True, ["fenced_json"])]
+    assert seen[0]["error"].startswith("invalid answer: does not match the schema: status:")
 
 
 def test_tool_turn_final_is_repaired_then_fails():
@@ -318,18 +364,6 @@ def test_cost_report_sums_per_role():
         "R1": {"calls": 2, "prompt_tokens": 10, "completion_tokens": 5, "llm_seconds": 0.625},
         "R3": {"calls": 1, "prompt_tokens": 7, "completion_tokens": 3, "llm_seconds": 0.25}}
     assert cost_report([]) == {}
-
-
-@pytest.mark.parametrize("text, expected", [
-    ('{"a": 1}', '{"a": 1}'),
-    ('```json\n{"a": 1}\n```', '{"a": 1}'),
-    ('```\n{"a": 1}```', '{"a": 1}'),
-    ('  ```JSON\n{"a": 1}\n```  ', '{"a": 1}'),
-    ('<think>plan</think>```json\n{"a": 1}\n```', '{"a": 1}'),
-    ("no json here", "no json here"),
-])
-def test_strip_fences(text, expected):
-    assert strip_fences(text) == expected
 
 
 @pytest.mark.parametrize("raw, expected", [

@@ -9,8 +9,8 @@ cost).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -43,6 +43,15 @@ def answer_model(schema: str) -> type[Answer]:
         raise ValueError(f"unknown answer schema {schema!r}; known: {', '.join(SCHEMAS)}") from None
 
 
+class Repair(NamedTuple):
+    """One deterministic fix applied to a model's answer before it was used (artoo.tasks.llm.repair)."""
+
+    kind: str
+    """Machine-readable: fenced_json, to_string, enum_case, sequence_base, …"""
+    detail: str
+    """What was done, for a person reading the decision log."""
+
+
 @dataclass
 class CallRecord:
     """One HTTP request made (or one scripted answer), for the per-role cost report."""
@@ -55,6 +64,8 @@ class CallRecord:
     latency_s: float
     ok: bool
     error: str | None = None
+    repairs: list[Repair] = field(default_factory=list)
+    """The fixes that made this answer valid without asking the model again."""
 
 
 class ToolCallRequest(BaseModel):

@@ -3,8 +3,9 @@
 Why it exists: the roles want a validated answer model or an executor tool turn, not
 HTTP.  This class owns everything between: the tier endpoint per role, strict
 structured outputs with fallback for servers that reject ``json_schema`` (remembered per
-tier), the one repair attempt, error classification, retries of environmental failures
-only, and one ``CallRecord`` per HTTP request for the cost report.
+tier), deterministic repairs of an answer before the one re-ask (``repair.py``), error
+classification, retries of environmental failures only, and one ``CallRecord`` per HTTP
+request for the cost report.
 
 Retries are done here (the openai client's own are off) so each HTTP request is recorded
 and only environmental failures are retried.  One AsyncOpenAI client is kept per tier and
@@ -17,12 +18,14 @@ built once per process and shared: loading it is most of a client's construction
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import functools
+import logging
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -40,13 +43,14 @@ from artoo.tasks.llm.parsing import (
     MODES,
     InvalidAnswer,
     normalize_tools,
-    parse_answer,
     parse_arguments,
     repair_messages,
     structured_request,
 )
+from artoo.tasks.llm.repair import repair_answer
 
 _EMPTY = SimpleNamespace(content=None, refusal=None, tool_calls=None)
+log = logging.getLogger("artoo.llm")
 
 
 class OpenAICompatLLM:
@@ -61,6 +65,8 @@ class OpenAICompatLLM:
         self._clients_lock = threading.Lock()
         self.observer: Callable[[dict], None] | None = None
         """Called with every request and its answer (the decision log); its failures are ignored."""
+        self._unjudged: dict[int, tuple[Endpoint, dict, Any]] = {}
+        """Answered exchanges whose answer is being parsed, by id(record): observed once judged."""
 
     def endpoint(self, tier: str) -> Endpoint:
         """The resolved endpoint of a tier; ConfigurationError naming the env vars when incomplete."""
@@ -98,20 +104,21 @@ class OpenAICompatLLM:
             await client.close()
 
     async def structured(self, role: str, schema: str, messages: list[dict]) -> Answer:
-        """An instance of SCHEMAS[schema], after at most one repair attempt."""
+        """An instance of SCHEMAS[schema]: repaired where it can be, else re-asked once with the validation error."""
         model = answer_model(schema)
         ep = self.endpoint(tier_of(role))
         conversation = list(messages)
         for attempt in range(2):
             response, record = await self._ask_structured(role, schema, ep, conversation)
             message = _first_message(response)
-            try:
-                return parse_answer(message.content, message.refusal, model)
-            except InvalidAnswer as exc:
-                record.ok, record.error = False, f"invalid answer: {exc}"
-                if attempt:
-                    raise _output_error(role, schema, ep, message, exc) from None
-                conversation = repair_messages(messages, schema, message.content, str(exc))
+            with self._judging(record):
+                try:
+                    return self._repaired(record, message, model)
+                except InvalidAnswer as exc:
+                    record.ok, record.error = False, f"invalid answer: {exc}"
+                    if attempt:
+                        raise _output_error(role, schema, ep, message, exc) from None
+                    conversation = repair_messages(messages, schema, message.content, str(exc))
         raise AssertionError("unreachable")
 
     def send_early(self, role: str, schema: str, messages: list[dict], tools: list[dict] | None = None) -> bool:
@@ -139,19 +146,21 @@ class OpenAICompatLLM:
         ep = self.endpoint(tier_of(role))
         conversation = list(messages)
         for attempt in range(2):
-            response, record = await self._request(role, TOOLS_SCHEMA, ep, **_tool_request(conversation, tools))
+            response, record = await self._request(role, TOOLS_SCHEMA, ep, judged_later=True,
+                                                   **_tool_request(conversation, tools))
             message = _first_message(response)
             calls = [c for c in message.tool_calls or [] if getattr(c, "function", None) is not None]
-            if calls:
-                return _tool_call_turn(message.content, calls)
-            try:
-                final = parse_answer(message.content, message.refusal, ExecutionAnswer)
-            except InvalidAnswer as exc:
-                record.ok, record.error = False, f"invalid answer: {exc}"
-                if attempt:
-                    raise _output_error(role, "ExecutionResult", ep, message, exc) from None
-                conversation = repair_messages(messages, "ExecutionResult", message.content, str(exc))
-                continue
+            with self._judging(record):
+                if calls:
+                    return _tool_call_turn(message.content, calls)
+                try:
+                    final = self._repaired(record, message, ExecutionAnswer)
+                except InvalidAnswer as exc:
+                    record.ok, record.error = False, f"invalid answer: {exc}"
+                    if attempt:
+                        raise _output_error(role, "ExecutionResult", ep, message, exc) from None
+                    conversation = repair_messages(messages, "ExecutionResult", message.content, str(exc))
+                    continue
             return ToolTurn(final=final, assistant_message={"role": "assistant", "content": message.content})
         raise AssertionError("unreachable")
 
@@ -162,7 +171,7 @@ class OpenAICompatLLM:
             mode = self._modes.get(ep.tier, 0)
             try:
                 request = structured_request(MODES[mode], schema, messages)
-                return await self._request(role, schema, ep, **request)
+                return await self._request(role, schema, ep, judged_later=True, **request)
             except FormatRejected as exc:
                 if mode + 1 >= len(MODES):
                     raise ConfigurationError(
@@ -170,8 +179,13 @@ class OpenAICompatLLM:
                         f"structured-output mode ({', '.join(MODES)}); last answer: {exc}") from None
                 self._modes[ep.tier] = max(self._modes.get(ep.tier, 0), mode + 1)
 
-    async def _request(self, role: str, schema: str, ep: Endpoint, **kwargs: Any) -> tuple[Any, CallRecord]:
-        """One chat completion with retries of environmental failures; every attempt is recorded."""
+    async def _request(self, role: str, schema: str, ep: Endpoint, judged_later: bool = False,
+                       **kwargs: Any) -> tuple[Any, CallRecord]:
+        """One chat completion with retries of environmental failures; every attempt is recorded.
+
+        ``judged_later``: the caller parses the answer and observes the exchange when it is judged
+        (``_judging``), so its decision-log record says whether the answer was used and how repaired.
+        """
         early = EARLY.take(request_key(ep.base_url, ep.model, kwargs)) if EARLY.pending() else None
         for attempt in range(self.max_retries + 1):
             started = time.perf_counter()
@@ -194,12 +208,34 @@ class OpenAICompatLLM:
             record = CallRecord(role, ep.model, schema, getattr(usage, "prompt_tokens", 0) or 0,
                                 getattr(usage, "completion_tokens", 0) or 0, latency, ok=True)
             self.records.append(record)
-            self._observe(record, ep, kwargs, response)
+            if judged_later:
+                self._unjudged[id(record)] = (ep, kwargs, response)
+            else:
+                self._observe(record, ep, kwargs, response)
             return response, record
         raise AssertionError("unreachable")
 
+    @contextlib.contextmanager
+    def _judging(self, record: CallRecord) -> Iterator[None]:
+        """Observe an answered exchange when the block that judges its answer ends, however it ends."""
+        try:
+            yield
+        finally:
+            exchange = self._unjudged.pop(id(record), None)
+            if exchange is not None:
+                self._observe(record, *exchange)
+
+    def _repaired(self, record: CallRecord, message: Any, model: type[Answer]) -> Answer:
+        """The message's answer, repaired where it can be (artoo.tasks.llm.repair); the repairs go on the record."""
+        repaired = repair_answer(message.content, message.refusal, model)
+        record.repairs = repaired.repairs
+        if repaired.repairs:
+            log.info("%s %s answer repaired: %s", record.role, record.schema,
+                     "; ".join(f"{r.kind}: {r.detail}" for r in repaired.repairs))
+        return repaired.answer
+
     def _observe(self, record: CallRecord, ep: Endpoint, request: dict, response: Any) -> None:
-        """Hand the observer the whole exchange: the request as sent and the response as received."""
+        """Hand the observer the whole exchange: the request as sent, the response as received, its repairs."""
         if self.observer is None:
             return
         try:
@@ -207,7 +243,8 @@ class OpenAICompatLLM:
             self.observer({"role": record.role, "model": record.model, "tier": ep.tier, "schema": record.schema,
                            "request": {"model": ep.model, **request}, "response": answer,
                            "prompt_tokens": record.prompt_tokens, "completion_tokens": record.completion_tokens,
-                           "latency_s": round(record.latency_s, 4), "ok": record.ok, "error": record.error})
+                           "latency_s": round(record.latency_s, 4), "ok": record.ok, "error": record.error,
+                           "repairs": [r._asdict() for r in record.repairs]})
         except Exception:  # recording explains a run; it never fails one
             return
 

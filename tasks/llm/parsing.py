@@ -1,20 +1,18 @@
-"""Pure rules for talking JSON with a model: request formats, answer parsing, repair.
+"""Pure rules for talking JSON with a model: request formats, validation messages, the re-ask.
 
-Kept free of I/O so every rule (fence stripping, which structured-output mode to send,
-what a repair prompt says) is tested table-driven without a server.  The HTTP client
-in ``client.py`` composes these.
+Kept free of I/O so every rule (which structured-output mode to send, what a re-ask prompt
+says) is tested table-driven without a server.  Reading an answer out of what the model wrote
+is ``extract.py`` and ``repair.py``'s.  The HTTP client in ``client.py`` composes these.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import re
 from functools import cache
 
 from pydantic import ValidationError
 
-from artoo.config.protocol import Answer
 from artoo.tasks.llm.base import answer_model
 from artoo.tasks.llm.strict import strict_json_schema
 
@@ -23,8 +21,6 @@ MODES = ("json_schema", "json_object_schema", "json_object")
 with a ``schema`` key (the schema's title set to the NAME); plain JSON mode with the schema
 described in a system message.  A tier falls back along this order when rejected."""
 
-_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
-_THINK = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema")
 
 
@@ -76,38 +72,12 @@ def is_format_rejection(status: int, message: str) -> bool:
     return status in (400, 422) and any(word in text for word in _FORMAT_WORDS)
 
 
-def strip_fences(text: str) -> str:
-    """The JSON inside a ```json fence (and after a <think> block); the text itself otherwise."""
-    text = _THINK.sub("", text).strip()
-    fenced = _FENCE.search(text)
-    return fenced.group(1).strip() if fenced else text
-
-
 def describe_validation(exc: ValidationError, limit: int = 5) -> str:
     """A compact one-line account of a pydantic ValidationError."""
     errors = exc.errors(include_url=False)
     parts = [f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors[:limit]]
     more = f" (+{len(errors) - limit} more)" if len(errors) > limit else ""
     return "; ".join(parts) + more
-
-
-def parse_answer(content: str | None, refusal: str | None, model: type[Answer]) -> Answer:
-    """Validate a model's content as ``model``; InvalidAnswer says what is wrong."""
-    if refusal:
-        raise InvalidAnswer(f"the model refused: {refusal}")
-    if content is None or not content.strip():
-        raise InvalidAnswer("the answer was empty")
-    text = strip_fences(content)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidAnswer(f"not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise InvalidAnswer(f"expected a JSON object, got {type(data).__name__}")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise InvalidAnswer(f"does not match the schema: {describe_validation(exc)}") from None
 
 
 def parse_arguments(raw: str | None) -> dict:
