@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from artoo.config.protocol import AgentVerdict, Consolidation, ExecutionAnswer, PlanAnswer, TaskVerdict
-from artoo.tasks.llm.extract import balanced_end, object_spans
+from artoo.tasks.llm.extract import brace_pairs, object_spans
 from artoo.tasks.llm.parsing import InvalidAnswer
 from artoo.tasks.llm.repair import as_string, enum_match, plan_sequences, repair_answer
 from tests.conftest import final_from, run_cli
@@ -99,6 +99,7 @@ UNREPAIRABLE = [
     ("prose_only", ExecutionAnswer, "I counted the lines: a.txt has 3.", None,
      "no JSON object in the answer; it began: 'I counted the lines: a.txt has 3.'"),
     ("cut_off", Consolidation, '```json\n{\n  "kind": "constraint"\n', None, "not valid JSON"),
+    ("cut_off_after_whole_subtasks", PlanAnswer, json.dumps(_plan(1, 2))[:-30], None, "not valid JSON"),
     ("top_level_list", Consolidation, "[1, 2]", None, "expected a JSON object, got list"),
     ("string_for_a_list", AgentVerdict, '{"verdicts": "all passed", "what_was_wrong": null, "what_to_do": null}',
      None, "verdicts: Input should be a valid list"),
@@ -168,15 +169,17 @@ def test_plan_sequences(sequences, expected, kinds):
     assert [r.kind for r in repairs] == kinds
 
 
-@pytest.mark.parametrize("text, start, expected", [
-    ('{"a": 1}', 0, 8),
-    ('{"a": "}"}', 0, 10),
-    ('{"a": "\\"}"}', 0, 12),
-    ('{"a": {"b": {}}} tail', 0, 16),
-    ('{"a": 1', 0, None),
+@pytest.mark.parametrize("text, pairs", [
+    ('{"a": 1}', [(0, 8)]),
+    ('{"a": "}"}', [(0, 10)]),
+    ('{"a": "\\"}"}', [(0, 12)]),
+    ('{"a": {"b": {}}} tail', [(0, 16), (6, 15), (12, 14)]),
+    ('He said "hi {"a": 1}', [(12, 20)]),  # a quote in prose opens no string
+    ('{"a": 1', []),
+    ("{" * 100_000, []),  # one pass, however many braces never close
 ])
-def test_balanced_end(text, start, expected):
-    assert balanced_end(text, start) == expected
+def test_brace_pairs(text, pairs):
+    assert brace_pairs(text) == pairs
 
 
 @pytest.mark.parametrize("text, objects", [

@@ -18,8 +18,14 @@ from artoo.tasks.llm.base import Repair
 
 _FENCE_OPEN = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?[ \t]*$")
 _FENCE_CLOSE = re.compile(r"^[ \t]*\n?[ \t]*```")
+_SIGNIFICANT = re.compile(r'[{}"\\]')
 SNIPPET_CHARS = 40
 """Characters of cut text quoted in a repair's detail."""
+MAX_OBJECTS = 20
+"""Objects of one answer considered at most (a degenerate answer can hold a million ``{}``)."""
+MAX_SCAN_CHARS = 256 * 1024
+"""Characters of an answer searched for objects: a real answer is far shorter (a plan has at most 20
+subtasks), and a degenerate one ("{{{{…" for megabytes) must not cost seconds of scanning."""
 
 
 @dataclass(frozen=True)
@@ -31,9 +37,10 @@ class Candidate:
 
 
 def candidates(content: str) -> list[Candidate]:
-    """Every top-level JSON object in ``content``, in order; [] when there is none."""
+    """The top-level JSON objects in ``content`` (the first MAX_OBJECTS), in order; [] when there is none."""
     text, think = _without_think(content)
-    spans = object_spans(text)
+    text = text[:MAX_SCAN_CHARS]
+    spans = object_spans(text, MAX_OBJECTS)
     found = []
     for start, end, value in spans:
         repairs = [*think, *_surroundings(text[:start], text[end:])]
@@ -41,44 +48,69 @@ def candidates(content: str) -> list[Candidate]:
     return found
 
 
-def object_spans(text: str) -> list[tuple[int, int, dict]]:
-    """(start, end, object) of each top-level JSON object; text between them is skipped."""
+def object_spans(text: str, limit: int | None = None) -> list[tuple[int, int, dict]]:
+    """(start, end, object) of each top-level JSON object (the first ``limit``), in order; a ``{…}`` that
+    does not parse (a brace in prose, a broken object) is skipped and the objects inside it are tried."""
     found: list[tuple[int, int, dict]] = []
     position = 0
-    while (start := text.find("{", position)) != -1:
-        end = balanced_end(text, start)
-        value = _loads(text[start:end]) if end is not None else None
+    for start, end in brace_pairs(text):
+        if start < position:
+            continue
+        if limit is not None and len(found) >= limit:
+            break
+        value = _loads(text[start:end])
         if isinstance(value, dict):
             found.append((start, end, value))
             position = end
-        else:  # a brace in prose ("use {name}") or a broken object: look inside it
-            position = start + 1
     return found
 
 
-def balanced_end(text: str, start: int) -> int | None:
-    """The index after the ``}`` closing the ``{`` at ``start``; None when it never closes.
+def brace_pairs(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every matched ``{…}``, ordered by start, found in one pass.
 
-    Braces inside a JSON string (between unescaped double quotes) do not count.
+    Braces inside a JSON string do not count.  Quotes count only inside braces: outside they are
+    prose (He said "hi), not JSON.  An unclosed ``{`` matches nothing, so a degenerate answer
+    ("{{{{…", megabytes of it) costs one pass, not one per brace.
     """
-    depth, in_string, escaped = 0, False, False
-    for index in range(start, len(text)):
-        char = text[index]
+    if "{" not in text:
+        return []
+    pairs: list[tuple[int, int]] = []
+    opened: list[int] = []
+    in_string, escaped_at = False, -1
+    for match in _SIGNIFICANT.finditer(text):  # only these characters matter; the rest is skipped in C
+        index, char = match.start(), match.group()
         if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
+            if index == escaped_at:
+                continue
+            if char == "\\":
+                escaped_at = index + 1
             elif char == '"':
                 in_string = False
-        elif char == '"':
+        elif char == '"' and opened:
             in_string = True
         elif char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return index + 1
+            opened.append(index)
+        elif char == "}" and opened:
+            pairs.append((opened.pop(), index + 1))
+    return sorted(pairs)
+
+
+def broken_object(content: str) -> str | None:
+    """The JSON error of the object the answer opens with, when it does not parse and every object found
+    lies inside it: those are fragments (a subtask of a plan cut off by the token limit), and the re-ask
+    must say the JSON is broken, not that a fragment is not a Plan.  None otherwise."""
+    text = _without_think(content)[0][:MAX_SCAN_CHARS]
+    start = text.find("{")
+    spans = object_spans(text, MAX_OBJECTS)
+    if start == -1 or not spans or spans[0][0] == start:
+        return None
+    end = dict(brace_pairs(text)).get(start, len(text))
+    if any(span_end > end for _, span_end, _ in spans):
+        return None
+    try:
+        json.loads(text[start:end])
+    except json.JSONDecodeError as exc:
+        return f"not valid JSON: {exc}"
     return None
 
 
@@ -133,5 +165,5 @@ def _loads(text: str) -> object:
 
 
 def _snippet(text: str) -> str:
-    words = " ".join(text.split())
+    words = " ".join(text.strip()[:SNIPPET_CHARS * 4].split())
     return repr(words if len(words) <= SNIPPET_CHARS else words[:SNIPPET_CHARS] + "…")

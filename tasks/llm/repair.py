@@ -46,7 +46,7 @@ from pydantic import ValidationError
 
 from artoo.config.protocol import Answer, PlanAnswer
 from artoo.tasks.llm.base import Repair
-from artoo.tasks.llm.extract import candidates, no_object_reason
+from artoo.tasks.llm.extract import broken_object, candidates, no_object_reason
 from artoo.tasks.llm.parsing import InvalidAnswer, describe_validation
 from artoo.tasks.llm.strict import resolve, strict_json_schema
 
@@ -84,6 +84,9 @@ def repair_answer(content: str | None, refusal: str | None, model: type[Answer])
         several = [Repair("several_objects", f"the answer held {len(found)} JSON objects; took #{number}, "
                                              "the first that validates")] if len(found) > 1 else []
         return Repaired(answer, [*candidate.repairs, *several, *repairs])
+    broken = broken_object(content)
+    if broken is not None:  # the objects found are fragments of a cut-off or broken answer
+        raise InvalidAnswer(broken)
     if len(found) > 1:
         raise InvalidAnswer(f"none of the {len(found)} JSON objects in the answer is valid; the first "
                             f"{first_error}")
