@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 
 import pytest
@@ -151,7 +152,7 @@ def test_invalid_twice_raises_llm_output_error(schema, role, bad, reason):
     assert repr(start[:200]) in message
 
 
-def test_a_zero_based_plan_is_repaired_without_a_re_ask():
+def test_a_zero_based_plan_is_repaired_without_a_re_ask(caplog: pytest.LogCaptureFixture):
     plan = {**SAMPLES["Plan"][1], "subtasks": [{**SAMPLES["Plan"][1]["subtasks"][0], "sequence": 0},
                                                {**SAMPLES["Plan"][1]["subtasks"][0], "sequence": 1}]}
     seen: list[dict] = []
@@ -160,9 +161,11 @@ def test_a_zero_based_plan_is_repaired_without_a_re_ask():
         llm.observer = seen.append  # what the decision log receives
         return await llm.structured("R2", "Plan", [{"role": "user", "content": "plan"}])
 
-    with ScriptedLLMServer({"answers": {"Plan": [{"raw": json.dumps(plan)}]}}) as srv:
+    with ScriptedLLMServer({"answers": {"Plan": [{"raw": json.dumps(plan)}]}}) as srv, \
+            caplog.at_level(logging.INFO, logger="artoo.llm"):
         result, llm = _run(srv.base_url, ask)
         assert len(srv.requests) == 1
+    assert "R2 Plan answer repaired: sequence_base: sequences started at 0" in caplog.text
     assert [s.sequence for s in result.subtasks] == [1, 2]
     assert [r.kind for r in llm.records[0].repairs] == ["sequence_base"] and llm.records[0].ok
     assert [(x["ok"], [r["kind"] for r in x["repairs"]]) for x in seen] == [(True, ["sequence_base"])]
