@@ -77,6 +77,10 @@ class ScriptEntry(BaseModel):
     """Delay before answering; overrides the scenario default."""
     repeat: bool = False
     """Never consumed: answers forever."""
+    body: dict | None = None
+    """The whole response body, sent verbatim (a real server's recorded answer or error; see transcript.py)."""
+    when_format: str | None = None
+    """Only answer a request whose response_format.type is this ("none": a request without one)."""
 
 
 class Scenario(BaseModel):
@@ -200,10 +204,12 @@ class ScriptedLLMServer:
             counts = {name: sum(not e.repeat for e in q) for name, q in self._queues.items()}
         return {name: n for name, n in counts.items() if n}
 
-    def _take(self, name: str, text: str) -> ScriptEntry | None:
+    def _take(self, name: str, text: str, fmt: str) -> ScriptEntry | None:
         with self._lock:
             queue = self._queues.get(name, [])
             for index, entry in enumerate(queue):
+                if entry.when_format not in (None, fmt):
+                    continue
                 if entry.match is None or entry.match in text:
                     if not entry.repeat:
                         del queue[index]
@@ -239,12 +245,15 @@ class ScriptedLLMServer:
             return None, None, _error(500, "scripted LLM cannot route this request: no tools, no "
                                      "response_format.json_schema.name, no schema title or "
                                      'system-message phrase \'schema named "NAME"\'', kind="script_error")
-        entry = self._respond(name, body) or self._take(name, message_text(body.get("messages", [])))
+        entry = self._respond(name, body) or self._take(name, message_text(body.get("messages", [])),
+                                                         fmt.get("type") or "none")
         if entry is None:
             left = len(self._queues.get(name, []))
             return name, None, _error(500, f"scripted LLM ran out of answers for schema {name!r} "
                                      f"({left} entries left, none matching this request)",
                                 kind="script_exhausted")
+        if entry.body is not None:
+            return name, entry, JSONResponse(entry.body, status_code=entry.status or 200)
         if entry.status is not None:
             default = _ERRORS.get(entry.status, ("", None, f"Scripted error {entry.status}."))[2]
             return name, entry, _error(entry.status, entry.error or default)
