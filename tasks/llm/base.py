@@ -55,6 +55,8 @@ class CallRecord:
     latency_s: float
     ok: bool
     error: str | None = None
+    budget: dict | None = None
+    """The prompt budget of the request (artoo.tasks.llm.budget): window, its source, estimate, cuts."""
 
 
 class ToolCallRequest(BaseModel):
