@@ -31,6 +31,7 @@ from artoo.tasks.llm.context import context_window, from_models, from_props, ser
 from artoo.tasks.llm.scripted_server import ScriptedLLMServer
 from artoo.tasks.roles import perceiver, planner
 from artoo.tasks.roles.prompting import fence_untrusted
+from artoo.timeline import render
 
 # ---- pure rules -------------------------------------------------------------------------------
 
@@ -268,3 +269,15 @@ def test_a_prompt_that_cannot_fit_is_refused_unsent_with_the_way_out(artoo_env):
     record = _records(log)[0]
     assert record["ok"] is False and record["budget"]["context_tokens"] == 1200
     assert client.records == []  # nothing was sent, so nothing is counted as a request
+
+
+@pytest.mark.parametrize(("budget", "shown"), [
+    (None, None),
+    ({"context_tokens": 4096, "cuts": []}, None),
+    ({"context_tokens": 4096, "cuts": [{"kind": "evidence", "blocks": 18}, {"kind": "memory", "blocks": 1},
+                                       {"kind": "evidence", "dropped": 10}]},
+     " · prompt cut to fit 4096 tokens: evidence 18 shortened, memory 1 shortened, evidence 10 dropped"),
+])
+def test_artoo_log_says_when_a_prompt_was_cut(budget, shown):
+    line = render([{"kind": "llm", "role": "R2", "schema": "Plan", "model": "m", "ok": True, "budget": budget}])[0]
+    assert line.endswith(shown or "· ok")
