@@ -8,13 +8,16 @@ server acting as ``llama-server -c N`` (GET /props, HTTP 400 exceed_context_size
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 
 import pytest
+from rich.console import Console
 
-from artoo.config.contracts import Loss, PlanDirective, SubTaskOutcome, TaskSpec, ToolCall
+from artoo.config.contracts import FinalResult, Loss, PlanDirective, SubTaskOutcome, TaskSpec, ToolCall
 from artoo.config.errors import RunFailure
 from artoo.config.settings import LLMParams, load_settings
+from artoo.runner import report
 from artoo.tasks.decision_log import DecisionLog
 from artoo.tasks.llm import OpenAICompatLLM
 from artoo.tasks.llm.budget import (
@@ -281,3 +284,15 @@ def test_a_prompt_that_cannot_fit_is_refused_unsent_with_the_way_out(artoo_env):
 def test_artoo_log_says_when_a_prompt_was_cut(budget, shown):
     line = render([{"kind": "llm", "role": "R2", "schema": "Plan", "model": "m", "ok": True, "budget": budget}])[0]
     assert line.endswith(shown or "· ok")
+
+
+def test_the_runs_cost_table_shows_each_roles_largest_prompt():
+    out = io.StringIO()
+    cost = {"R3": {"calls": 2, "prompt_tokens": 4100, "largest_prompt_tokens": 2600, "completion_tokens": 80,
+                   "llm_seconds": 2.0}}
+    final = FinalResult(task_id="t", directive="accept", summary="done", output="ok",
+                        loss=Loss(D=0.0, P=0.0, Omega=0.1, L=0.04))
+    report(final, {"cost": cost}, Console(file=out, width=200, highlight=False))
+    header, row = [line for line in out.getvalue().splitlines() if "largest prompt" in line or "R3" in line][:2]
+    cells = [c.strip() for c in row.strip("│ ").split("│")]
+    assert cells[:4] == ["R3", "2", "4100", "2600"] and "largest prompt" in header
