@@ -30,11 +30,21 @@ from artoo.tasks.llm.budget import (
     fit_messages,
     water_level,
 )
-from artoo.tasks.llm.context import context_window, from_models, from_props, server_root
+from artoo.tasks.llm.context import context_window, forget, from_models, from_props, server_root
 from artoo.tasks.llm.scripted_server import ScriptedLLMServer
 from artoo.tasks.roles import perceiver, planner
 from artoo.tasks.roles.prompting import fence_untrusted
 from artoo.timeline import render
+
+
+@pytest.fixture(autouse=True)
+def _fresh_windows():
+    """Windows are learnt once per endpoint per process: a port reused by a server with another window
+    must not inherit one, here or in a later test module."""
+    forget()
+    yield
+    forget()
+
 
 # ---- pure rules -------------------------------------------------------------------------------
 

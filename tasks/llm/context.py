@@ -101,6 +101,13 @@ def served(base_url: str, model: str, api_key: str, timeout_s: float) -> Context
         return _SERVED[key]
 
 
+def forget() -> None:
+    """Forget every window learnt, so the next request asks again (a server restarted with another ``-c``;
+    tests whose scripted servers may reuse a port another server with another window had)."""
+    with _LOCK:
+        _SERVED.clear()
+
+
 def context_window(params: LLMParams, base_url: str, model: str, api_key: str) -> ContextWindow:
     """The window a request to this endpoint and model may fill: the setting, else the server, else the default."""
     if params.context_tokens:
