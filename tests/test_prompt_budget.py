@@ -28,7 +28,8 @@ from artoo.tasks.llm.budget import (
     blocks,
     estimate_tokens,
     fit_messages,
-    water_level,
+    message_chars,
+    shorten_plan,
 )
 from artoo.tasks.llm.context import context_window, forget, from_models, from_props, server_root
 from artoo.tasks.llm.scripted_server import ScriptedLLMServer
@@ -61,15 +62,16 @@ def test_each_fenced_block_has_a_kind(label, kind):
     assert block_kind(label) == kind
 
 
-@pytest.mark.parametrize(("sizes", "excess", "floor", "level"), [
-    ([1000], 400, 100, 600),             # one block gives exactly what is needed
-    ([1000, 300], 400, 100, 600),        # the short block is left whole
-    ([1000, 1000], 400, 100, 800),       # equal blocks share the cut
-    ([1000, 200], 5000, 100, 100),       # not enough room: everything to the floor
-    ([], 10, 100, 100),
+@pytest.mark.parametrize(("sizes", "excess", "floor", "planned"), [
+    ([1000], 400, 100, [600]),                      # one block gives exactly what is needed
+    ([1000, 1000], 400, 100, [600, 1000]),          # the earliest block goes first, the newest stays whole
+    ([1000, 1000], 1200, 100, [100, 700]),          # the earliest down to its floor, then the next
+    ([50, 1000], 400, 100, [50, 600]),              # a block under the floor is left alone
+    ([1000, 200], 5000, 100, [100, 100]),           # not enough room: everything to the floor
+    ([1000], 0, 100, [1000]), ([], 10, 100, []),
 ])
-def test_water_level_cuts_the_longest_blocks_to_one_length(sizes, excess, floor, level):
-    assert water_level(sizes, excess, floor) == level
+def test_blocks_are_shortened_earliest_first_down_to_the_floor(sizes, excess, floor, planned):
+    assert shorten_plan(sizes, excess, floor) == planned
 
 
 @pytest.mark.parametrize(("chars", "messages", "ratio", "tokens"), [
@@ -100,7 +102,7 @@ def _bodies(messages: list[dict]) -> dict[str, int]:
 
 
 def _tokens(messages: list[dict]) -> int:
-    return estimate_tokens(sum(len(m["content"]) for m in messages), len(messages), 3.0)
+    return estimate_tokens(sum(message_chars(m) for m in messages), len(messages), 3.0)
 
 
 F = BLOCK_FLOOR
@@ -155,6 +157,28 @@ def test_what_is_never_cut_can_make_a_prompt_impossible(extra, fits):
     assert fit.fits is fits
     assert TASK in fit.messages[-1]["content"] and CRITERIA in fit.messages[-1]["content"]
     assert (fit.prompt_tokens_estimated <= 1000) is fits
+
+
+def _turn(n: int) -> list[dict]:
+    """One executor turn as R3's conversation carries it: the assistant's call, then the fenced tool output."""
+    call = {"id": f"c{n}", "type": "function", "function": {"name": "shell", "arguments": f'{{"command": "cat {n}"}}'}}
+    output = f"[output {n} head]" + "x" * 4000 + f"[output {n} tail]"
+    return [{"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": "tool shell status: ok\n"
+             + fence_untrusted("shell output", output)}]
+
+
+def test_a_growing_conversation_keeps_its_cut_head_identical_and_its_newest_output_whole():
+    """llama.cpp reuses the cached prefix of the previous turn only when the head of the prompt is unchanged."""
+    opening = _prompt()
+    three = opening + _turn(1) + _turn(2) + _turn(3)
+    limit = _tokens(three) - 5000 // 3  # about one and a half outputs too many
+    first = fit_messages(three, 0, limit, 3.0)
+    second = fit_messages(three + _turn(4), 0, limit, 3.0)
+    assert first.fits and second.fits
+    assert second.messages[:4] == first.messages[:4]  # output 1, cut to its floor, reads the same next turn
+    assert first.messages[-1] == three[-1] and second.messages[-1] == _turn(4)[-1]  # the newest output whole
+    assert "characters cut]" in first.messages[5]["content"] and "characters cut]" in second.messages[7]["content"]
 
 
 @pytest.mark.parametrize(("base_url", "root"), [

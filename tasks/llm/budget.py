@@ -17,8 +17,12 @@ the answer.
 Cutting order, lowest priority first (``CUT_ORDER``): evidence (tool outputs, validator advice),
 memory lines, session history, kept results (earlier rounds' and steps' results).  A kind is
 shortened down to ``BLOCK_FLOOR`` characters per block before the next kind is touched; within a
-kind the longest blocks are shortened first, to one common length (``water_level``), keeping each
-block's head and tail with a marker saying how much was cut.  When every block is at its floor and
+kind the earliest block goes first (``shorten_plan``), keeping its head and tail with a marker saying
+how much was cut.  Earliest first, not longest first, because a conversation only grows: R3's next
+turn cuts the same early tool outputs to the same text again, so the prompt's head stays identical
+and llama.cpp reuses its cached prefix (at ~47 tokens/s of prompt processing on a CPU, re-reading a
+4096-token prompt costs a minute and a half per turn); the newest output, the one the model must
+act on, is cut last.  When every block is at its floor and
 the prompt is still too long, whole blocks go, fence and all (each fence's own lines cost about 150
 characters, which a replan quoting 18 tool calls cannot afford in a 4096-token window): again kind
 by kind in ``CUT_ORDER``, the earliest block of a kind first, each replaced by ``DROPPED``.  When
@@ -117,16 +121,14 @@ def estimate_tokens(chars: int, messages: int, chars_per_token: float) -> int:
     return math.ceil(chars / chars_per_token) + MESSAGE_TOKENS * messages
 
 
-def water_level(sizes: list[int], excess: int, floor: int) -> int:
-    """The largest common length L ≥ floor such that cutting every size above L to L frees ≥ excess."""
-    low, high = floor, max(sizes, default=floor)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if sum(max(0, s - mid) for s in sizes) >= excess:
-            low = mid
-        else:
-            high = mid - 1
-    return low
+def shorten_plan(sizes: list[int], excess: int, floor: int) -> list[int]:
+    """New sizes freeing ``excess`` characters, earliest block first, none below ``floor`` (as far as it goes)."""
+    planned = []
+    for size in sizes:
+        give = min(max(size - floor, 0), max(excess, 0))
+        planned.append(size - give)
+        excess -= give
+    return planned
 
 
 @dataclass
@@ -145,13 +147,12 @@ def _shorten(found: list[Block], excess: int, limits: dict[int, int | None], cut
         mine = [i for i, b in enumerate(found) if b.kind == kind and b.size > BLOCK_FLOOR]
         if excess <= 0 or not mine:
             continue
-        level = water_level([found[i].size for i in mine], excess, BLOCK_FLOOR)
-        cut = [i for i in mine if found[i].size > level]
-        for i in cut:
-            limits[i] = level
-        excess -= sum(found[i].size - level for i in cut)
+        planned = dict(zip(mine, shorten_plan([found[i].size for i in mine], excess, BLOCK_FLOOR), strict=True))
+        cut = [i for i in mine if planned[i] < found[i].size]
+        limits.update({i: planned[i] for i in cut})
+        excess -= sum(found[i].size - planned[i] for i in cut)
         cuts.append({"kind": kind, "blocks": len(cut), "chars_before": sum(found[i].size for i in cut),
-                     "chars_after": level * len(cut), "labels": sorted({found[i].label for i in cut})[:6]})
+                     "chars_after": sum(planned[i] for i in cut), "labels": sorted({found[i].label for i in cut})[:6]})
     return excess
 
 
