@@ -19,7 +19,7 @@ from artoo.config.errors import RunFailure
 from artoo.config.settings import LLMParams, load_settings
 from artoo.runner import report
 from artoo.tasks.decision_log import DecisionLog
-from artoo.tasks.llm import OpenAICompatLLM
+from artoo.tasks.llm import CallRecord, OpenAICompatLLM, cost_report
 from artoo.tasks.llm.budget import (
     BLOCK_FLOOR,
     MESSAGE_TOKENS,
@@ -330,3 +330,17 @@ def test_the_runs_cost_table_shows_each_roles_largest_prompt():
     header, row = [line for line in out.getvalue().splitlines() if "largest prompt" in line or "R3" in line][:2]
     cells = [c.strip() for c in row.strip("│ ").split("│")]
     assert cells[:4] == ["R3", "2", "4100", "2600"] and "largest prompt" in header
+
+
+def test_cost_report_sums_per_role_and_names_the_largest_prompt():
+    """largest_prompt_tokens: each role's biggest single prompt, which the model's window must hold."""
+    records = [CallRecord("R1", "m", "TaskSpec", 10, 5, 0.5, True),
+               CallRecord("R3", "t", "tools", 7, 3, 0.25, True),
+               CallRecord("R1", "m", "TaskSpec", 0, 0, 0.125, False, "HTTP 500"),
+               CallRecord("R3", "t", "tools", 12, 1, 0.25, True)]
+    assert cost_report(records) == {
+        "R1": {"calls": 2, "prompt_tokens": 10, "completion_tokens": 5, "llm_seconds": 0.625,
+               "largest_prompt_tokens": 10},
+        "R3": {"calls": 2, "prompt_tokens": 19, "completion_tokens": 4, "llm_seconds": 0.5,
+               "largest_prompt_tokens": 12}}
+    assert cost_report([]) == {}
