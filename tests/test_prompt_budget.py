@@ -82,6 +82,22 @@ def test_estimate_is_characters_per_token_plus_the_template(chars, messages, rat
     assert estimate_tokens(chars, messages, ratio) == tokens
 
 
+def _kinds(messages: list[dict]) -> set[str]:
+    return {b.kind for b in blocks(messages)}
+
+
+@pytest.mark.parametrize(("build", "kinds"), [
+    (lambda: perceiver.messages_for("do it again", [{"input": "count lines", "summary": "3 files"}]), {"history"}),
+    (lambda: planner.messages_for(SPEC, "SHOULD PREFER: wc -l", None, set(), set(), "round 1: 2 of 3 done"),
+     {"memory", "history"}),
+    (lambda: planner.messages_for(SPEC, "", None, set(), set(), evidence=planner.evidence_block([_failed(1)])),
+     {"evidence"}),
+])
+def test_the_roles_real_prompts_label_their_blocks_with_the_kinds_the_budget_knows(build, kinds):
+    """A renamed fence label would silently turn memory or history into evidence, cut first."""
+    assert _kinds(build()) == kinds
+
+
 TASK = "The user's words: count the lines of every .txt file and write totals.md"
 CRITERIA = "Success criteria:\n1. [verifiable] totals.md lists every file"
 
