@@ -154,11 +154,12 @@ def report(final: FinalResult, document: dict, console: Console | None = None) -
     for step in final.next_steps:
         console.print(f"  next: {step}")
     table = Table(title="cost by role", title_justify="left")
-    for column in ("role", "LLM calls", "prompt tokens", "completion tokens", "LLM seconds"):
+    for column in ("role", "LLM calls", "prompt tokens", "largest prompt", "completion tokens", "LLM seconds"):
         table.add_column(column, justify="left" if column == "role" else "right")
     for role, row in sorted(document.get("cost", {}).items()):
         table.add_row(role, str(row.get("calls", 0)), str(row.get("prompt_tokens", 0)),
-                      str(row.get("completion_tokens", 0)), f"{row.get('llm_seconds', 0):.2f}")
+                      str(row.get("largest_prompt_tokens", 0)), str(row.get("completion_tokens", 0)),
+                      f"{row.get('llm_seconds', 0):.2f}")
     console.print(table)
     tool_s, wall_s = document.get("tool_seconds", 0), document.get("wall_seconds", 0)
     console.print(f"tool time {tool_s:.2f} s, wall time {wall_s:.2f} s")

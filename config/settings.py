@@ -123,6 +123,27 @@ class DecisionLogParams(BaseModel):
                                  "(head and tail kept).")
 
 
+class LLMParams(BaseModel):
+    """How artoo talks to its models: the context window each prompt must fit (prompt budgeting)."""
+
+    context_tokens: int | None = Field(
+        None, ge=256, description="The model's context window in tokens. Unset: asked from the server (llama.cpp "
+        "GET /props default_generation_settings.n_ctx, vLLM /v1/models max_model_len), else default_context_tokens. "
+        "Set, it wins over the server (Ollama's num_ctx, a gateway in front of a small model).")
+    default_context_tokens: int = Field(
+        8192, ge=256, description="The window assumed when neither this file nor the server says (Ollama reports "
+        "none: set context_tokens to its num_ctx).")
+    answer_tokens: int = Field(
+        1024, ge=64, description="Tokens of the window kept free for the answer; a prompt may use the rest.")
+    chars_per_token: float = Field(
+        3.0, gt=0.5, description="Characters per token used to estimate a prompt's size before sending it (3 is "
+        "conservative for English and JSON on BPE tokenizers; the decision log shows the server's real count "
+        "beside the estimate).")
+    probe_timeout_s: float = Field(
+        2.0, gt=0, description="Timeout of the one context-window question per endpoint and model (a failed "
+        "probe falls back to default_context_tokens, never fails a run).")
+
+
 class ModelTier(BaseModel):
     """One resolved model endpoint (brain or tool tier)."""
 
@@ -153,6 +174,7 @@ class Settings(BaseSettings):
     server: ServerParams = Field(default_factory=ServerParams, description="artoo's own Prefect server.")
     decisions: DecisionLogParams = Field(default_factory=DecisionLogParams,
                                          description="Decision log retention and size bounds.")
+    llm: LLMParams = Field(default_factory=LLMParams, description="Model context window and prompt budgeting.")
     llm_timeout_s: float = Field(60.0, description="Per-request LLM timeout in seconds.")
     llm_max_retries: int = Field(1, description="Transport-level retries of one LLM request (openai client).")
     law1_mode: Literal["auto", "console", "pause", "deny", "policy"] = Field(

@@ -34,6 +34,8 @@ from artoo.config.errors import ConfigurationError, LLMOutputError
 from artoo.config.protocol import Answer, ExecutionAnswer
 from artoo.config.settings import Settings
 from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolCallRequest, ToolTurn, answer_model, tier_of
+from artoo.tasks.llm.budget import PromptTooLong, fit_request
+from artoo.tasks.llm.context import context_window
 from artoo.tasks.llm.early import EARLY, answer_of, request_key
 from artoo.tasks.llm.errors import Endpoint, FormatRejected, classify, is_retryable
 from artoo.tasks.llm.parsing import (
@@ -131,6 +133,10 @@ class OpenAICompatLLM:
         else:
             kwargs = structured_request(MODES[self._modes.get(ep.tier, 0)], schema, messages)
         kwargs = copy.deepcopy(kwargs)  # the caller's lists may grow (an executor appends each turn)
+        try:
+            kwargs, _ = self._fit(role, ep, kwargs)  # the role's own call sends exactly this, cut alike
+        except PromptTooLong:
+            return False
         key = request_key(ep.base_url, ep.model, kwargs)
         return EARLY.send(key, lambda: _lane_client(ep).chat.completions.create(model=ep.model, **kwargs))
 
@@ -170,8 +176,21 @@ class OpenAICompatLLM:
                         f"structured-output mode ({', '.join(MODES)}); last answer: {exc}") from None
                 self._modes[ep.tier] = max(self._modes.get(ep.tier, 0), mode + 1)
 
+    def _fit(self, role: str, ep: Endpoint, request: dict) -> tuple[dict, dict]:
+        """The request cut to the model's context window, and its budget record (artoo.tasks.llm.budget)."""
+        window = context_window(self.settings.llm, ep.base_url, ep.model, ep.api_key)
+        return fit_request(role, window, self.settings.llm, request)
+
     async def _request(self, role: str, schema: str, ep: Endpoint, **kwargs: Any) -> tuple[Any, CallRecord]:
-        """One chat completion with retries of environmental failures; every attempt is recorded."""
+        """One chat completion with retries of environmental failures; every attempt is recorded.
+
+        The prompt is fitted to the model's window first; one that cannot fit is never sent (PromptTooLong)."""
+        try:
+            kwargs, budget = await asyncio.to_thread(self._fit, role, ep, kwargs)
+        except PromptTooLong as exc:
+            refused = CallRecord(role, ep.model, schema, 0, 0, 0.0, ok=False, error=str(exc), budget=exc.budget)
+            self._observe(refused, ep, kwargs, None)  # in the decision log; not a request, so not in records
+            raise
         early = EARLY.take(request_key(ep.base_url, ep.model, kwargs)) if EARLY.pending() else None
         for attempt in range(self.max_retries + 1):
             started = time.perf_counter()
@@ -184,7 +203,7 @@ class OpenAICompatLLM:
             except openai.APIError as exc:
                 error = classify(exc, role, ep, sent_format="response_format" in kwargs)
                 self.records.append(CallRecord(role, ep.model, schema, 0, 0, time.perf_counter() - started,
-                                               ok=False, error=str(error)))
+                                               ok=False, error=str(error), budget=budget))
                 self._observe(self.records[-1], ep, kwargs, None)
                 if is_retryable(error) and attempt < self.max_retries:
                     await asyncio.sleep(_backoff(exc, attempt))
@@ -192,7 +211,7 @@ class OpenAICompatLLM:
                 raise error from exc
             usage = getattr(response, "usage", None)
             record = CallRecord(role, ep.model, schema, getattr(usage, "prompt_tokens", 0) or 0,
-                                getattr(usage, "completion_tokens", 0) or 0, latency, ok=True)
+                                getattr(usage, "completion_tokens", 0) or 0, latency, ok=True, budget=budget)
             self.records.append(record)
             self._observe(record, ep, kwargs, response)
             return response, record
@@ -207,7 +226,8 @@ class OpenAICompatLLM:
             self.observer({"role": record.role, "model": record.model, "tier": ep.tier, "schema": record.schema,
                            "request": {"model": ep.model, **request}, "response": answer,
                            "prompt_tokens": record.prompt_tokens, "completion_tokens": record.completion_tokens,
-                           "latency_s": round(record.latency_s, 4), "ok": record.ok, "error": record.error})
+                           "latency_s": round(record.latency_s, 4), "ok": record.ok, "error": record.error,
+                           "budget": record.budget})
         except Exception:  # recording explains a run; it never fails one
             return
 
