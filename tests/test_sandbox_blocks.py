@@ -22,6 +22,7 @@ CASES = [  # (command, output, exit code (None: timed out), network, notes, fail
     ("sudo -u www timeout 5 pkill -HUP nginx", "", 0, False, ["processes"], True),  # wrappers unwrapped
     ("bash -c 'pkill -f myserver'", "", 0, False, ["processes"], True),
     ("kill $(pgrep -f myserver)", "kill: usage", 2, False, ["processes"], True),
+    ("pgrep -f myserver | xargs -r kill -TERM", "", 0, False, ["processes"], True),
     ("systemctl restart nginx", "System has not been booted with systemd", 1, False, ["processes"], True),
     ("ps aux", "USER PID\nroot 1 bwrap", 0, False, ["processes"], False),  # true, but only the sandbox's
     ("ps aux | grep nginx", "", 1, False, ["processes"], False),

@@ -49,6 +49,8 @@ WRAPPERS = {"sudo": "ugpCDrtThU", "doas": "uC", "nohup": "", "nice": "n", "ionic
             "setsid": "", "time": "", "stdbuf": "ioe", "command": "", "exec": "a", "env": "uSC", "xargs": "nPdLsEaI",
             "watch": "nd", "chronic": "", "unbuffer": "", "flock": "wEc"}
 """Programs that run the command after their options, with the short options that take a value."""
+XARGS_ITEMS = "__ARTOO_XARGS__"
+"""The operands xargs appends from its stdin, unknown but there."""
 LEADING = {"timeout": 1, "flock": 1}
 """Operands a wrapper takes before the command: timeout's duration, flock's lock file."""
 SHELL = re.compile(r"(ba|da|z|k|mk)?sh")
@@ -187,4 +189,6 @@ def unwrap(words: list[str]) -> list[str]:
                 break
             i += 2 if len(args[i]) == 2 and args[i][1] in WRAPPERS[name] else 1
         words = args[i + LEADING.get(name, 0):]
+        if name == "xargs" and words:
+            words = [*words, XARGS_ITEMS]  # ``pgrep x | xargs kill``: kill's operands come from stdin
     return words
