@@ -20,7 +20,7 @@ CASES = [  # (command, output, exit code (None: timed out), network, notes, fail
     ("kill 4242", "bash: line 1: kill: (4242) - No such process", 1, False, ["processes"], True),
     ("killall -9 nginx", "nginx: no process found", 1, False, ["processes"], True),
     ("sudo -u www timeout 5 pkill -HUP nginx", "", 0, False, ["processes"], True),  # wrappers unwrapped
-    ("bash -c 'pkill -f myserver'", "", 0, False, ["processes"], True),
+    ("bash -lc 'pkill -f myserver'", "", 0, False, ["processes"], True),
     ("kill $(pgrep -f myserver)", "kill: usage", 2, False, ["processes"], True),
     ("pgrep -f myserver | xargs -r kill -TERM", "", 0, False, ["processes"], True),
     ("systemctl restart nginx", "System has not been booted with systemd", 1, False, ["processes"], True),

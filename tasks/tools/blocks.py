@@ -22,10 +22,11 @@ from artoo.tasks.law1.parse import ParseError, Script, Simple, parse, strip_pref
 
 PREFIX = "[artoo sandbox]"
 PROCESSES = (f"{PREFIX} this command ran in its own process namespace: it sees only the processes it started "
-             "itself, so no process outside the sandbox (yours, the system's, its services) was listed, found "
-             "or signalled")
+             "itself (those of earlier commands ended with them), so no other process (yours, the system's, a "
+             "service) was listed, found or signalled")
 NETWORK = (f"{PREFIX} no network: this command ran with only a private loopback, so other hosts, DNS and the "
-           "services of this machine (on its 127.0.0.1 too) were out of its reach; nothing was sent to them")
+           "services of this machine (on its 127.0.0.1 too) were out of its reach and nothing was sent to them; "
+           "a server an earlier command started ended with it")
 READ_ONLY = (f"{PREFIX} everything outside the workspace (and a private /tmp) is mounted read-only for commands: "
              "that write was refused by the sandbox, not by the file's permissions, and changed nothing")
 
@@ -142,8 +143,9 @@ def _add(acts: _Acts, simple: Simple, depth: int) -> None:
     if not words:
         return
     name, args = words[0].rsplit("/", 1)[-1], words[1:]
-    if SHELL.fullmatch(name) and "-c" in args[:-1]:
-        _merge(acts, acts_of(args[args.index("-c") + 1], depth + 1))
+    flag = next((i for i, a in enumerate(args[:-1]) if re.fullmatch(r"-[a-z]*c[a-z]*", a)), None)
+    if SHELL.fullmatch(name) and flag is not None:  # ``bash -lc 'pkill x'``
+        _merge(acts, acts_of(args[flag + 1], depth + 1))
     elif name == "eval":
         _merge(acts, acts_of(" ".join(args), depth + 1))
     kind = kind_of(name, args)
