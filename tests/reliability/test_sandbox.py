@@ -25,7 +25,7 @@ import pytest
 
 from artoo.config.settings import load_settings
 from artoo.tasks.tools import ToolBox
-from artoo.tasks.tools.blocks import NETWORK, PROCESSES
+from artoo.tasks.tools.blocks import NETWORK, PROCESSES, READ_ONLY
 from artoo.tasks.tools.sandbox import (
     Limits,
     bwrap_argv,
@@ -98,7 +98,7 @@ def fetch(url: str) -> str:
 def test_the_root_is_read_only_and_only_the_workspace_is_writable(tmp_path: Path, ws: Path, outside: Path):
     result = shell(box(tmp_path, ws), f"echo in > inside.txt; echo out > {outside}/escaped.txt; echo done")
     assert not (outside / "escaped.txt").exists()
-    assert "Read-only file system" in result.output
+    assert "Read-only file system" in result.output and READ_ONLY in result.output
     assert (ws / "inside.txt").read_text() == "in\n"
 
 
@@ -131,7 +131,8 @@ def test_no_network_unless_the_subtask_needs_the_web(tmp_path: Path, ws: Path, l
     offline = shell(box(tmp_path, ws), fetch(loopback))
     online = shell(box(tmp_path, ws, network=True), fetch(loopback))
     assert not offline.ok and "hello from host" not in offline.output
-    assert online.ok and "hello from host" in online.output
+    assert offline.failure_class == "environmental" and NETWORK in offline.output  # a script's refused connection
+    assert online.ok and "hello from host" in online.output and NETWORK not in online.output
 
 
 @needs_bwrap
