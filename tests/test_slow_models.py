@@ -173,6 +173,21 @@ def test_a_question_on_the_terminal_hides_the_line_before_it_is_asked():
         assert "R3 (qwen, tool tier) 14 s" in out.getvalue()
 
 
+def test_law1s_console_question_erases_the_waiting_line_before_asking(monkeypatch):
+    from artoo.flows.law1 import _console_input
+
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    display = InflightDisplay(Console(file=out, force_terminal=True, width=120))
+    with display, INFLIGHT.track("R3", "qwen", "tool"):  # another subtask's call waits while this one asks
+        display.tick(INFLIGHT.calls()[0].started + 12)
+        assert not out.getvalue().endswith(ERASED)
+        assert _console_input("Approve? [y/N] ") == "y\n"
+        assert out.getvalue().endswith(ERASED)
+    assert sys.stderr.getvalue() == "Approve? [y/N] "
+
+
 def test_off_a_terminal_one_plain_line_at_most_every_fifteen_seconds():
     display, inflight, out = _display(terminal=False)
     inflight.start("R2", "qwen", "brain")
