@@ -22,7 +22,7 @@ import functools
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -47,6 +47,7 @@ from artoo.tasks.llm.parsing import (
     repair_messages,
     structured_request,
 )
+from artoo.tasks.llm.progress import INFLIGHT
 
 _EMPTY = SimpleNamespace(content=None, refusal=None, tool_calls=None)
 
@@ -138,7 +139,8 @@ class OpenAICompatLLM:
         except PromptTooLong:
             return False
         key = request_key(ep.base_url, ep.model, kwargs)
-        return EARLY.send(key, lambda: _lane_client(ep).chat.completions.create(model=ep.model, **kwargs))
+        return EARLY.send(key, lambda: _tracked(role, ep, _lane_client(ep).chat.completions.create(
+            model=ep.model, **kwargs)))
 
     async def tool_turn(self, role: str, messages: list[dict], tools: list[dict]) -> ToolTurn:
         """One executor turn: the tool calls asked for, or the final ExecutionResult."""
@@ -198,7 +200,8 @@ class OpenAICompatLLM:
                 if early is not None and attempt == 0:  # sent ahead of this task: its answer, or its error
                     response, latency = await answer_of(early)
                 else:
-                    response = await self._client(ep).chat.completions.create(model=ep.model, **kwargs)
+                    response = await _tracked(role, ep, self._client(ep).chat.completions.create(
+                        model=ep.model, **kwargs))
                     latency = time.perf_counter() - started
             except openai.APIError as exc:
                 error = classify(exc, role, ep, sent_format="response_format" in kwargs)
@@ -235,6 +238,12 @@ class OpenAICompatLLM:
 def _tool_request(messages: list[dict], tools: list[dict]) -> dict[str, Any]:
     """The request fields of one executor turn (the same whether sent early or by the turn itself)."""
     return {"messages": messages, **({"tools": normalize_tools(tools)} if tools else {})}
+
+
+async def _tracked(role: str, ep: Endpoint, request: Awaitable[Any]) -> Any:
+    """Await one request marked in flight (artoo.tasks.llm.progress), so a terminal can show a slow call."""
+    with INFLIGHT.track(role, ep.model, ep.tier):
+        return await request
 
 
 _LANE_CLIENTS: dict[tuple[str, str, float], AsyncOpenAI] = {}
