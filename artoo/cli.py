@@ -48,6 +48,9 @@ NO_ENDPOINT = (
     "real run with a plainly scripted brain. `artoo config` shows the effective settings."
 )
 
+INTERRUPTED = ("artoo: interrupted (Ctrl-C): the run was stopped where it stood and an LLM request in flight was "
+               "abandoned, not awaited. `artoo log` shows how far it got.")
+
 
 def fail(exc: ArtooError) -> None:
     """Print an ArtooError plainly and exit with its code."""
@@ -106,6 +109,9 @@ def run(
         final = run_request(request, settings=settings, workspace=workspace, as_json=as_json, verbose=verbose)
     except ArtooError as exc:
         fail(exc)
+    except KeyboardInterrupt:  # typer would turn it into a silent exit 130
+        err.print(INTERRUPTED, highlight=False)
+        raise typer.Exit(130) from None
     raise typer.Exit(0 if final.directive in ("accept", "success") else 1)
 
 

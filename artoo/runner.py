@@ -3,7 +3,8 @@
 The flow runs in this process: with ``PREFECT_API_URL`` set the run is recorded on that
 server, otherwise on artoo's embedded one (artoo.embedded_server).  Live progress
 comes from a read-only tap on the bus (rounds, subtask outcomes, the GGS's D, ∇L, Ω),
-printed to stderr with the logs; stdout carries only the result (exactly one
+printed to stderr with the logs, and a line for an LLM call that takes more than 2 s
+(artoo.inflight); stdout carries only the result (exactly one
 FinalResult JSON object with ``--json``).
 """
 
@@ -76,13 +77,14 @@ def _run_flow(request: str, workspace: Path | None, verbose: bool) -> dict:
     from artoo.embedded_server import prefect_api
     from artoo.flows.auditor import PublishedTap
     from artoo.flows.task_flow import artoo_task
+    from artoo.inflight import waiting_line
     from artoo.preload import preload
     from artoo.quiet import quiet_prefect
     from artoo.tasks.bus import add_tap, remove_tap
 
     preload()  # what the flow's first call would import, while the server may still be starting
     tap, published = ProgressTap(), PublishedTap()
-    with quiet_prefect(verbose), prefect_api():
+    with waiting_line(err), quiet_prefect(verbose), prefect_api():  # R1 may be in flight already (sent early)
         add_tap(tap)
         add_tap(published)
         started = datetime.now(UTC)
@@ -154,11 +156,12 @@ def report(final: FinalResult, document: dict, console: Console | None = None) -
     for step in final.next_steps:
         console.print(f"  next: {step}")
     table = Table(title="cost by role", title_justify="left")
-    for column in ("role", "LLM calls", "prompt tokens", "completion tokens", "LLM seconds"):
+    for column in ("role", "LLM calls", "prompt tokens", "largest prompt", "completion tokens", "LLM seconds"):
         table.add_column(column, justify="left" if column == "role" else "right")
     for role, row in sorted(document.get("cost", {}).items()):
         table.add_row(role, str(row.get("calls", 0)), str(row.get("prompt_tokens", 0)),
-                      str(row.get("completion_tokens", 0)), f"{row.get('llm_seconds', 0):.2f}")
+                      str(row.get("largest_prompt_tokens", 0)), str(row.get("completion_tokens", 0)),
+                      f"{row.get('llm_seconds', 0):.2f}")
     console.print(table)
     tool_s, wall_s = document.get("tool_seconds", 0), document.get("wall_seconds", 0)
     console.print(f"tool time {tool_s:.2f} s, wall time {wall_s:.2f} s")

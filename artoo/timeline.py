@@ -59,7 +59,7 @@ def _llm(r: dict[str, Any], full: bool) -> list[str]:
     depth = INDENT * (2 if r.get("scope", {}).get("subtask") else 1)
     status = "ok" if r.get("ok") else f"FAILED: {r.get('error')}"
     head = (f"{depth}· {r.get('role')} {r.get('schema')} · {r.get('model')} · {r.get('prompt_tokens', 0)}+"
-            f"{r.get('completion_tokens', 0)} tokens · {r.get('latency_s', 0):.2f} s · {status}")
+            f"{r.get('completion_tokens', 0)} tokens · {r.get('latency_s', 0):.2f} s · {status}{_cuts(r)}")
     repairs = [f"{depth}  repaired ({x.get('kind')}): {x.get('detail')}" for x in r.get("repairs") or []]
     if not full:
         return [head, *repairs]
@@ -72,6 +72,14 @@ def _llm(r: dict[str, Any], full: bool) -> list[str]:
         lines.append(f"{depth}  [answer]")
         lines.extend(f"{depth}    {line}" for line in _content(choice.get("message") or {}).splitlines() or [""])
     return lines
+
+
+def _cuts(r: dict[str, Any]) -> str:
+    """What the prompt budget cut to fit the model's window (artoo.tasks.llm.budget), or nothing."""
+    budget = r.get("budget") or {}
+    cuts = [f"{c.get('kind')} {c['dropped']} dropped" if "dropped" in c
+            else f"{c.get('kind')} {c.get('blocks')} shortened" for c in budget.get("cuts") or []]
+    return f" · prompt cut to fit {budget.get('context_tokens')} tokens: {', '.join(cuts)}" if cuts else ""
 
 
 def _content(message: dict[str, Any]) -> str:

@@ -166,6 +166,8 @@ def economy_section(jobs: dict) -> Section:
     calls = table("LLM calls by role (R3 counted per attempt; its HTTP turns apart)",
                   ["scenario", *ROLES, "R3 turns", "HTTP requests", "seq. role calls", "spec minimum", "verdict"])
     tokens = table("prompt tokens sent, by role (the endpoint's usage counts)", ["scenario", *ROLES, "total"])
+    largest = table("largest prompt, by role (tokens; the model's context window must hold it)",
+                    ["scenario", *ROLES, "largest"])
     for key in ("one", "par4", "replans", "retry"):
         runs = [r for (k, _), job in jobs.items() if k == key for r in job.runs]
         if not runs:
@@ -179,6 +181,8 @@ def economy_section(jobs: dict) -> Section:
                       "[green]met[/]" if met else f"[bold red]+{e.sequential_role_calls - minimum}[/]")
         sent = {x: int(r.tokens.get(x, {}).get("prompt_tokens", 0)) for x in ROLES}
         tokens.add_row(r.scenario, *[str(sent[x]) for x in ROLES], str(sum(sent.values())))
+        biggest = {x: int(r.tokens.get(x, {}).get("largest_prompt_tokens", 0)) for x in ROLES}
+        largest.add_row(r.scenario, *[str(biggest[x]) for x in ROLES], str(max(biggest.values())))
         varied = sorted({(m.economy.sequential_role_calls, m.economy.http_requests) for m in runs})
         section.figures.append(Figure(f"economy.{key}.sequential_role_calls", f"{r.scenario}: sequential role calls",
                                       e.sequential_role_calls, "calls", f"= {minimum} (the spec's minimum)", met,
@@ -189,9 +193,9 @@ def economy_section(jobs: dict) -> Section:
                                 "sequential_requests": e.sequential_requests,
                                 "sequential_role_calls": e.sequential_role_calls, "spec_minimum": minimum,
                                 "retries": e.retries, "replans": r.replans, "subtasks_dispatched": r.dispatched,
-                                "prompt_tokens": sent, "chars_sent": e.chars_sent,
+                                "prompt_tokens": sent, "largest_prompt_tokens": biggest, "chars_sent": e.chars_sent,
                                 "same_in_every_run": len(varied) == 1}
-    section.tables += [calls, tokens]
+    section.tables += [calls, tokens, largest]
     return section
 
 

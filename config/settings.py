@@ -24,6 +24,12 @@ from pydantic_settings import (
 from artoo.config.errors import ConfigurationError
 
 SHIPPED_TOML = Path(__file__).with_name("artoo.toml")
+BRAIN_TIMEOUT_S = 180.0
+"""The brain tier's request timeout when neither llm.brain_timeout_s nor llm_timeout_s is set (see LLMParams)."""
+TOOL_TIMEOUT_S = 150.0
+"""The tool tier's request timeout when neither llm.tool_timeout_s nor llm_timeout_s is set (see LLMParams)."""
+BACKOFF_MARGIN_S = 30.0
+"""What ``call_bound_s`` adds for retry back-offs (≤ 5 s each) and quick format refusals."""
 
 
 class GGSParams(BaseModel):
@@ -123,6 +129,38 @@ class DecisionLogParams(BaseModel):
                                  "(head and tail kept).")
 
 
+class LLMParams(BaseModel):
+    """How artoo talks to its models (the ``[llm]`` section): the context window each prompt must fit, and
+    the per-tier timeouts, unset by default so that an ``llm_timeout_s`` of an existing user's artoo.toml (or
+    ARTOO_LLM_TIMEOUT_S) still decides both tiers; ``Settings.tier`` resolves them."""
+
+    context_tokens: int | None = Field(
+        None, ge=256, description="The model's context window in tokens. Unset: asked from the server (llama.cpp "
+        "GET /props default_generation_settings.n_ctx, vLLM /v1/models max_model_len), else default_context_tokens. "
+        "Set, it wins over the server (Ollama's num_ctx, a gateway in front of a small model).")
+    default_context_tokens: int = Field(
+        8192, ge=256, description="The window assumed when neither this file nor the server says (Ollama reports "
+        "none: set context_tokens to its num_ctx).")
+    answer_tokens: int = Field(
+        1024, ge=64, description="Tokens of the window kept free for the answer; a prompt may use the rest.")
+    chars_per_token: float = Field(
+        3.0, gt=0.5, description="Characters per token used to estimate a prompt's size before sending it (3 is "
+        "conservative for English and JSON on BPE tokenizers; the decision log shows the server's real count "
+        "beside the estimate).")
+    probe_timeout_s: float = Field(
+        2.0, gt=0, description="Timeout of the one context-window question per endpoint and model (a failed "
+        "probe falls back to default_context_tokens, never fails a run).")
+    brain_timeout_s: float | None = Field(
+        None, gt=0, description="Seconds one brain-tier request (R1, R2, R4b, the Dreamer) may take. Unset: "
+        f"llm_timeout_s when that is set, else {BRAIN_TIMEOUT_S:g}: a local CPU model (Qwen2.5-Coder-1.5B on "
+        "llama.cpp: ~47 prompt tokens/s, ~15 answer tokens/s) needs ~90 s to read a full 4,096-token prompt and "
+        "~40 s to write a 600-token plan, so ~130 s, with margin for a loaded machine.")
+    tool_timeout_s: float | None = Field(
+        None, gt=0, description="Seconds one tool-tier request (R3's turns, R4a) may take. Unset: llm_timeout_s "
+        f"when that is set, else {TOOL_TIMEOUT_S:g}: the same local CPU model needs ~90 s for a full 4,096-token "
+        "prompt (tool output fills it) and ~20 s for a tool call or verdict of ≤ 300 tokens, so ~110 s, with margin.")
+
+
 class ModelTier(BaseModel):
     """One resolved model endpoint (brain or tool tier)."""
 
@@ -153,7 +191,11 @@ class Settings(BaseSettings):
     server: ServerParams = Field(default_factory=ServerParams, description="artoo's own Prefect server.")
     decisions: DecisionLogParams = Field(default_factory=DecisionLogParams,
                                          description="Decision log retention and size bounds.")
-    llm_timeout_s: float = Field(60.0, description="Per-request LLM timeout in seconds.")
+    llm: LLMParams = Field(default_factory=LLMParams,
+                           description="LLM requests: the model's context window, prompt budgeting, per-tier timeouts.")
+    llm_timeout_s: float | None = Field(
+        None, gt=0, description="Per-request LLM timeout in seconds for both tiers (the older, single setting): "
+        "when set, it is the timeout of each tier whose llm.brain_timeout_s / llm.tool_timeout_s is unset.")
     llm_max_retries: int = Field(1, description="Transport-level retries of one LLM request (openai client).")
     law1_mode: Literal["auto", "console", "pause", "deny", "policy"] = Field(
         "auto", description="How Law-1 confirmations are asked: auto picks pause for deployment runs, "
@@ -215,8 +257,28 @@ class Settings(BaseSettings):
             base_url=getattr(self, f"{name}_base_url") or self.openai_base_url,
             api_key=getattr(self, f"{name}_api_key") or self.openai_api_key,
             model=getattr(self, f"{name}_model") or self.openai_model,
-            timeout_s=self.llm_timeout_s,
+            timeout_s=self.tier_timeout_s(name),
         )
+
+    def tier_timeout_s(self, name: Literal["brain", "tool"]) -> float:
+        """One request's timeout on a tier: llm.<tier>_timeout_s, else llm_timeout_s, else the tier's default."""
+        own = getattr(self.llm, f"{name}_timeout_s")
+        if own is not None:
+            return own
+        if self.llm_timeout_s is not None:
+            return self.llm_timeout_s
+        return BRAIN_TIMEOUT_S if name == "brain" else TOOL_TIMEOUT_S
+
+    def call_bound_s(self, name: Literal["brain", "tool"]) -> float:
+        """The longest one role call on a tier may take while every request in it is healthy.
+
+        A structured call sends up to two attempts (the answer and one repair), each retried
+        llm_max_retries times, each request allowed the tier timeout.  A wait around a whole call
+        (a thread's ``future.result``, an ``asyncio.wait_for``) uses this bound, so it never cuts
+        a slow call the request timeout itself would let finish.
+        """
+        requests = 2 * (1 + max(0, self.llm_max_retries))
+        return requests * self.tier_timeout_s(name) + BACKOFF_MARGIN_S
 
     def require_tiers(self) -> None:
         """Raise ConfigurationError naming what is missing when an LLM is not configured."""

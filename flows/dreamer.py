@@ -142,7 +142,8 @@ async def dreamer(at: datetime | None = None) -> dict[str, Any]:
             async def ask(messages: list[dict]) -> Consolidation:
                 return await llm.structured("dreamer", "Consolidation", messages)
 
-            distil = llm_distil(ask, asyncio.get_running_loop(), timeout_s=4 * settings.llm_timeout_s + 30)
+            # a whole distillation (answer, repair, retries) at the brain tier's pace: a slow call is not a stuck one
+            distil = llm_distil(ask, asyncio.get_running_loop(), timeout_s=settings.call_bound_s("brain"))
         async with one_pass_at_a_time():
             report = await asyncio.to_thread(dream, store, at, distil)
     finally:

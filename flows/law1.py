@@ -36,6 +36,7 @@ from prefect.logging.loggers import flow_run_logger
 from prefect.utilities.urls import url_for
 
 from artoo.config.settings import Settings
+from artoo.tasks.llm.progress import INFLIGHT
 
 
 class Law1Approval(RunInput):
@@ -200,9 +201,10 @@ async def _answered(announced: tuple[UUID, str] | None, action, answer: str) -> 
 
 
 def _console_input(prompt: str) -> str:
-    sys.stderr.write(prompt)
-    sys.stderr.flush()
-    try:
-        return sys.stdin.readline()
-    except (OSError, ValueError):
-        return ""
+    with INFLIGHT.question():  # a slow call's waiting line (artoo.inflight) leaves the terminal to the question
+        sys.stderr.write(prompt)
+        sys.stderr.flush()
+        try:
+            return sys.stdin.readline()
+        except (OSError, ValueError):
+            return ""

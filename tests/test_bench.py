@@ -19,7 +19,10 @@ import pytest
 from artoo.bench import scenarios
 from artoo.bench.chain import Call, critical_path, economy, lane_of, role_calls, spec_minimum_chain
 from artoo.bench.harness import parse
+from artoo.bench.loops_bench import economy_section
 from artoo.bench.report import Figure
+from artoo.bench.runs import Job, Measured
+from artoo.tasks.llm import CallRecord, cost_report
 
 
 def req(schema: str, start: float, end: float, intent: str | None = None, extra: list[dict] | None = None) -> dict:
@@ -84,6 +87,25 @@ def test_economy_of_the_minimum_chain():
     assert (e.http_requests, e.sequential_requests, e.r3_turns, e.sequential_role_calls, e.retries) == (6, 6, 2, 5, 0)
     assert e.role_calls == {"R1": 1, "R2": 1, "R3": 1, "R4a": 1, "R4b": 1}
     assert e.sequential_role_calls == spec_minimum_chain(retries=0, replans=0)
+
+
+def test_the_economy_section_reports_prompt_tokens_and_the_largest_prompt_per_role():
+    """Each role's prompt tokens in total and its largest prompt (what the model's window must hold)."""
+    records = [CallRecord("R1", "m", "TaskSpec", 900, 40, 1.0, True),
+               CallRecord("R2", "m", "Plan", 2100, 300, 1.0, True),
+               CallRecord("R3", "m", "tools", 1500, 20, 1.0, True), CallRecord("R3", "m", "tools", 2600, 60, 1.0, True),
+               CallRecord("R4a", "m", "AgentVerdict", 1200, 90, 1.0, True),
+               CallRecord("R4b", "m", "TaskVerdict", 1700, 80, 1.0, True)]
+    run = Measured("one subtask", "ephemeral", 1.0, 7.0, 0.5, 0.5, economy(one_subtask_log(), 1),
+                   cost_report(records), "accept", 0, 1)
+    job = Job(scenarios.parallel(1, 1, 1.0), "ephemeral", None, runs=[run])
+    section = economy_section({("one", "ephemeral"): job})
+    details = section.details["one"]
+    assert details["prompt_tokens"] == {"R1": 900, "R2": 2100, "R3": 4100, "R4a": 1200, "R4b": 1700}
+    assert details["largest_prompt_tokens"] == {"R1": 900, "R2": 2100, "R3": 2600, "R4a": 1200, "R4b": 1700}
+    largest = section.tables[-1]
+    assert "largest prompt" in str(largest.title)
+    assert [c._cells for c in largest.columns][-1] == ["2600"]
 
 
 def test_economy_of_two_parallel_subtasks_counts_calls_twice_but_time_once():

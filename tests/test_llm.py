@@ -12,7 +12,7 @@ import pytest
 from artoo.config.errors import ConfigurationError, EnvironmentalFailure, LLMOutputError, RunFailure
 from artoo.config.protocol import SCHEMAS, ExecutionAnswer
 from artoo.config.settings import load_settings
-from artoo.tasks.llm import CallRecord, OpenAICompatLLM, ScriptedLLM, ScriptExhausted, ToolTurn, cost_report
+from artoo.tasks.llm import OpenAICompatLLM, ScriptedLLM, ScriptExhausted, ToolTurn, cost_report
 from artoo.tasks.llm.parsing import (
     is_format_rejection,
     parse_arguments,
@@ -358,15 +358,6 @@ def test_parallel_requests_get_their_own_answers_and_records():
     assert [r.what_to_do for r in results] == ["B", "A"]
     assert cost_report(llm.records)["R4a"]["calls"] == 2
 
-
-def test_cost_report_sums_per_role():
-    records = [CallRecord("R1", "m", "TaskSpec", 10, 5, 0.5, True),
-               CallRecord("R3", "t", "tools", 7, 3, 0.25, True),
-               CallRecord("R1", "m", "TaskSpec", 0, 0, 0.125, False, "HTTP 500")]
-    assert cost_report(records) == {
-        "R1": {"calls": 2, "prompt_tokens": 10, "completion_tokens": 5, "llm_seconds": 0.625},
-        "R3": {"calls": 1, "prompt_tokens": 7, "completion_tokens": 3, "llm_seconds": 0.25}}
-    assert cost_report([]) == {}
 
 
 @pytest.mark.parametrize("raw, expected", [

@@ -26,7 +26,7 @@ def test_spec_defaults(artoo_env, group, name, value):
 
 def test_every_field_has_a_description(artoo_env):
     settings = load_settings()
-    for model in (settings, settings.ggs, settings.memory, settings.tools):
+    for model in (settings, settings.ggs, settings.memory, settings.tools, settings.llm):
         missing = [n for n, f in type(model).model_fields.items() if not f.description]
         assert not missing, f"{type(model).__name__} fields without description: {missing}"
 
@@ -80,3 +80,37 @@ def test_a_home_that_is_a_file_is_a_configuration_error(artoo_env, monkeypatch):
     monkeypatch.setenv("ARTOO_HOME", str(blocker))
     with pytest.raises(ConfigurationError, match="ARTOO_HOME"):
         _ = load_settings().home_dir
+
+
+TIMEOUTS = [  # (the user's artoo.toml, environment, expected (brain, tool) request timeouts)
+    ("", {}, (180.0, 150.0)),  # nothing set: sized for a local CPU model
+    ("llm_timeout_s = 45\n", {}, (45.0, 45.0)),  # an existing user's single timeout still decides both
+    ("llm_timeout_s = 45\n[llm]\nbrain_timeout_s = 300\n", {}, (300.0, 45.0)),
+    ("[llm]\ntool_timeout_s = 90\n", {}, (180.0, 90.0)),
+    ("llm_timeout_s = 45\n", {"ARTOO_LLM__BRAIN_TIMEOUT_S": "240"}, (240.0, 45.0)),
+    ("", {"ARTOO_LLM_TIMEOUT_S": "30"}, (30.0, 30.0)),
+]
+
+
+@pytest.mark.parametrize("toml, env, expected", TIMEOUTS)
+def test_each_tier_has_its_own_timeout_falling_back_to_llm_timeout_s(artoo_env, monkeypatch, toml, env, expected):
+    monkeypatch.delenv("ARTOO_LLM_TIMEOUT_S")  # the fixture's; each row sets its own
+    home = Path(artoo_env / "home")
+    home.mkdir()
+    (home / "artoo.toml").write_text(toml)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    settings = load_settings()
+    assert (settings.tier("brain").timeout_s, settings.tier("tool").timeout_s) == expected
+    assert (settings.masked()["resolved_brain_tier"]["timeout_s"],
+            settings.masked()["resolved_tool_tier"]["timeout_s"]) == expected  # what `artoo config` shows
+
+
+@pytest.mark.parametrize("brain, retries, bound", [
+    (180.0, 1, 4 * 180 + 30),  # answer and repair, each retried once
+    (3.0, 0, 2 * 3 + 30),
+    (60.0, 2, 6 * 60 + 30),
+])
+def test_a_whole_call_is_bounded_by_every_request_it_may_send_at_the_tier_timeout(artoo_env, brain, retries, bound):
+    settings = load_settings(llm={"brain_timeout_s": brain}, llm_max_retries=retries)
+    assert settings.call_bound_s("brain") == bound

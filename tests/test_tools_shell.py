@@ -175,6 +175,8 @@ def test_with_note_cuts_the_note_before_the_output(main: str, note: str, limit: 
     ("x" * 300 + "\n[exit code 0]\n[changes committed]\ncreated /w/a (3 B)", 10, "x" * 9 + "… [exit code 0]"),
     ("[exit code 1]\n" + "y" * 300, 20, "[exit code 1]\n" + "y" * 5 + "…"),  # already shown: not repeated
     ("z" * 300, 10, "z" * 9 + "…"),  # a read_file's text has no status line
+    ("x" * 300 + "\n[exit code 0]\n[artoo sandbox] no network: this command ran with only a private loopback", 10,
+     "x" * 9 + "… [exit code 0] [artoo sandbox] no network"),  # what the sandbox stopped: its headline
 ])
 def test_evidence_of_keeps_how_a_long_command_ended(text: str, n: int, expected: str):
     assert evidence_of(text, n) == expected

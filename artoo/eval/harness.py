@@ -25,7 +25,7 @@ from prefect import flow
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 
 from artoo.config.errors import ArtooError, ConfigurationError
-from artoo.eval import answerer, report
+from artoo.eval import answerer, failures, report
 from artoo.eval import suite as trees
 from artoo.eval.brain import SimulatedBrain
 from artoo.eval.suite import Suite, Task, answer_text, diff, load_suite, run_gold, score, snapshot
@@ -139,7 +139,19 @@ async def run_task(suite: Suite, task: Task, brain: SimulatedBrain | None) -> di
            "gold_changes": sorted(gold.changes), "changes": sorted(changes), "mistakes": carried}
     if error:
         row["error"] = error
+    records = _task_records()
+    row.update(failures.llm_counts(records))
+    row["failure"] = failures.failure_kind(row, records)
     return row
+
+
+def _task_records() -> list[dict]:
+    """The decision-log records of the run just finished (the newest in this strategy's ARTOO_HOME)."""
+    from artoo.config.settings import load_settings
+    from artoo.tasks.decision_log import find_run, read_records
+
+    path = find_run(load_settings().home_dir)
+    return read_records(path) if path is not None else []
 
 
 async def run_strategy(suite: Suite, tasks: list[Task], strategy: str, options: EvalOptions,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+from artoo.eval.failures import by_kind
 from artoo.eval.png import bar_panels
 
 RULE = ("solved = the file-system change set of artoo's run equals the gold command's on a fresh tree "
@@ -22,7 +23,10 @@ def totals(rows: list[dict]) -> dict:
             "completion_tokens": sum(r["completion_tokens"] for r in rows),
             "rounds": sum(r["rounds"] for r in rows),
             "wall_seconds": round(sum(r["wall_seconds"] for r in rows), 2),
-            "law1_questions": sum(r["law1_questions"] for r in rows)}
+            "law1_questions": sum(r["law1_questions"] for r in rows),
+            "repairs": sum(r.get("repairs", 0) for r in rows),
+            "invalid_answers": sum(r.get("invalid_answers", 0) for r in rows),
+            "failures": by_kind(rows)}
 
 
 def document(suite: str, brain: str, seed: int, mistakes: bool, limit: int | None, results: dict,
@@ -52,6 +56,11 @@ def markdown(doc: dict, png: bytes | None = None) -> str:
         lines.append(f"| {strategy} | {t['solved']}/{t['tasks']} | {t['solved_rate']:.1%} | "
                      f"{t['llm_calls_per_solved']} | {t['prompt_tokens'] + t['completion_tokens']} | {t['rounds']} | "
                      f"{t['wall_seconds']} | {t['law1_questions']} |")
+    lines += ["", "Unsolved tasks by kind (artoo/eval/failures.py):", ""]
+    for strategy, t in doc["totals"].items():
+        kinds = ", ".join(f"{kind} {n}" for kind, n in (t.get("failures") or {}).items() if n) or "none"
+        lines.append(f"- {strategy}: {kinds}; repaired answers' repairs {t.get('repairs', 0)}, "
+                     f"invalid answers {t.get('invalid_answers', 0)}")
     lines += ["", f"Rule: {doc['rule']}."]
     if png:
         lines += ["", f"![chart](data:image/png;base64,{base64.b64encode(png).decode()})"]

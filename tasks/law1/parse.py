@@ -80,6 +80,8 @@ class Simple:
     """Surely runs in this shell: not in a pipeline, subshell, group, branch or loop, nor after && / ||."""
     reads: list[str] = field(default_factory=list)
     """Files it reads by redirection (``< in.txt``): no Law-1 matter, but a target when the read fails."""
+    background: bool = False
+    """Runs in the background (``server &``): a process of the line's own, which its ``kill`` may mean."""
 
 
 @dataclass
@@ -183,6 +185,7 @@ class _Flattener:
         """The stage the next simple command reads its stdin from (set while walking a pipeline)."""
         self.read_gaps: set[int] = set()
         """Where text the grammar left outside every token was read anyway (``python3 - <<EOF``)."""
+        self.backgrounds = 0  # enclosing statements that end in ``&``: what is emitted now runs in the background
 
     def text(self, node: Node) -> str:
         return self.source[node.start_byte:node.end_byte].decode(errors="replace")
@@ -195,7 +198,9 @@ class _Flattener:
             if not child.is_named or child.type == "comment":
                 continue
             background = i + 1 < len(children) and children[i + 1].type == "&"
+            self.backgrounds += background
             self.statement(child, plain and not background)
+            self.backgrounds -= background
 
     def statement(self, node: Node, plain: bool) -> None:
         kind = node.type
@@ -314,7 +319,7 @@ class _Flattener:
         return simple
 
     def emit(self, words: list[str], plain: bool) -> Simple:
-        simple = Simple(words, pipe_from=self.pipe, plain=plain and self.pipe is None)
+        simple = Simple(words, pipe_from=self.pipe, plain=plain and self.pipe is None, background=self.backgrounds > 0)
         self.pipe = None
         self.commands.append(simple)
         return simple

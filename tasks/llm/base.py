@@ -64,6 +64,8 @@ class CallRecord:
     latency_s: float
     ok: bool
     error: str | None = None
+    budget: dict | None = None
+    """The prompt budget of the request (artoo.tasks.llm.budget): window, its source, estimate, cuts."""
     repairs: list[Repair] = field(default_factory=list)
     """The fixes that made this answer valid without asking the model again."""
 
@@ -105,13 +107,15 @@ class LLM(Protocol):
 
 
 def cost_report(records: list[CallRecord]) -> dict[str, dict]:
-    """Per role: calls, prompt_tokens, completion_tokens, llm_seconds."""
+    """Per role: calls, prompt_tokens, completion_tokens, llm_seconds, and largest_prompt_tokens: the
+    biggest single prompt, which the model's context window must hold (llm.context_tokens)."""
     report: dict[str, dict] = {}
     for record in records:
         row = report.setdefault(record.role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                                              "llm_seconds": 0.0})
+                                              "llm_seconds": 0.0, "largest_prompt_tokens": 0})
         row["calls"] += 1
         row["prompt_tokens"] += record.prompt_tokens
+        row["largest_prompt_tokens"] = max(row["largest_prompt_tokens"], record.prompt_tokens)
         row["completion_tokens"] += record.completion_tokens
         row["llm_seconds"] += record.latency_s
     for row in report.values():

@@ -25,7 +25,7 @@ import logging
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -37,6 +37,8 @@ from artoo.config.errors import ConfigurationError, LLMOutputError
 from artoo.config.protocol import Answer, ExecutionAnswer
 from artoo.config.settings import Settings
 from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolCallRequest, ToolTurn, answer_model, tier_of
+from artoo.tasks.llm.budget import PromptTooLong, fit_request
+from artoo.tasks.llm.context import context_window
 from artoo.tasks.llm.early import EARLY, answer_of, request_key
 from artoo.tasks.llm.errors import Endpoint, FormatRejected, classify, is_retryable
 from artoo.tasks.llm.parsing import (
@@ -47,6 +49,7 @@ from artoo.tasks.llm.parsing import (
     repair_messages,
     structured_request,
 )
+from artoo.tasks.llm.progress import INFLIGHT
 from artoo.tasks.llm.repair import repair_answer
 
 _EMPTY = SimpleNamespace(content=None, refusal=None, tool_calls=None)
@@ -138,8 +141,13 @@ class OpenAICompatLLM:
         else:
             kwargs = structured_request(MODES[self._modes.get(ep.tier, 0)], schema, messages)
         kwargs = copy.deepcopy(kwargs)  # the caller's lists may grow (an executor appends each turn)
+        try:
+            kwargs, _ = self._fit(role, ep, kwargs)  # the role's own call sends exactly this, cut alike
+        except PromptTooLong:
+            return False
         key = request_key(ep.base_url, ep.model, kwargs)
-        return EARLY.send(key, lambda: _lane_client(ep).chat.completions.create(model=ep.model, **kwargs))
+        return EARLY.send(key, lambda: _tracked(role, ep, _lane_client(ep).chat.completions.create(
+            model=ep.model, **kwargs)))
 
     async def tool_turn(self, role: str, messages: list[dict], tools: list[dict]) -> ToolTurn:
         """One executor turn: the tool calls asked for, or the final ExecutionResult."""
@@ -179,13 +187,24 @@ class OpenAICompatLLM:
                         f"structured-output mode ({', '.join(MODES)}); last answer: {exc}") from None
                 self._modes[ep.tier] = max(self._modes.get(ep.tier, 0), mode + 1)
 
+    def _fit(self, role: str, ep: Endpoint, request: dict) -> tuple[dict, dict]:
+        """The request cut to the model's context window, and its budget record (artoo.tasks.llm.budget)."""
+        window = context_window(self.settings.llm, ep.base_url, ep.model, ep.api_key)
+        return fit_request(role, window, self.settings.llm, request)
+
     async def _request(self, role: str, schema: str, ep: Endpoint, judged_later: bool = False,
                        **kwargs: Any) -> tuple[Any, CallRecord]:
         """One chat completion with retries of environmental failures; every attempt is recorded.
 
+        The prompt is fitted to the model's window first; one that cannot fit is never sent (PromptTooLong).
         ``judged_later``: the caller parses the answer and observes the exchange when it is judged
-        (``_judging``), so its decision-log record says whether the answer was used and how repaired.
-        """
+        (``_judging``), so its decision-log record says whether the answer was used and how repaired."""
+        try:
+            kwargs, budget = await asyncio.to_thread(self._fit, role, ep, kwargs)
+        except PromptTooLong as exc:
+            refused = CallRecord(role, ep.model, schema, 0, 0, 0.0, ok=False, error=str(exc), budget=exc.budget)
+            self._observe(refused, ep, kwargs, None)  # in the decision log; not a request, so not in records
+            raise
         early = EARLY.take(request_key(ep.base_url, ep.model, kwargs)) if EARLY.pending() else None
         for attempt in range(self.max_retries + 1):
             started = time.perf_counter()
@@ -193,12 +212,13 @@ class OpenAICompatLLM:
                 if early is not None and attempt == 0:  # sent ahead of this task: its answer, or its error
                     response, latency = await answer_of(early)
                 else:
-                    response = await self._client(ep).chat.completions.create(model=ep.model, **kwargs)
+                    response = await _tracked(role, ep, self._client(ep).chat.completions.create(
+                        model=ep.model, **kwargs))
                     latency = time.perf_counter() - started
             except openai.APIError as exc:
                 error = classify(exc, role, ep, sent_format="response_format" in kwargs)
                 self.records.append(CallRecord(role, ep.model, schema, 0, 0, time.perf_counter() - started,
-                                               ok=False, error=str(error)))
+                                               ok=False, error=str(error), budget=budget))
                 self._observe(self.records[-1], ep, kwargs, None)
                 if is_retryable(error) and attempt < self.max_retries:
                     await asyncio.sleep(_backoff(exc, attempt))
@@ -206,7 +226,7 @@ class OpenAICompatLLM:
                 raise error from exc
             usage = getattr(response, "usage", None)
             record = CallRecord(role, ep.model, schema, getattr(usage, "prompt_tokens", 0) or 0,
-                                getattr(usage, "completion_tokens", 0) or 0, latency, ok=True)
+                                getattr(usage, "completion_tokens", 0) or 0, latency, ok=True, budget=budget)
             self.records.append(record)
             if judged_later:
                 self._unjudged[id(record)] = (ep, kwargs, response)
@@ -244,7 +264,7 @@ class OpenAICompatLLM:
                            "request": {"model": ep.model, **request}, "response": answer,
                            "prompt_tokens": record.prompt_tokens, "completion_tokens": record.completion_tokens,
                            "latency_s": round(record.latency_s, 4), "ok": record.ok, "error": record.error,
-                           "repairs": [r._asdict() for r in record.repairs]})
+                           "budget": record.budget, "repairs": [r._asdict() for r in record.repairs]})
         except Exception:  # recording explains a run; it never fails one
             return
 
@@ -252,6 +272,12 @@ class OpenAICompatLLM:
 def _tool_request(messages: list[dict], tools: list[dict]) -> dict[str, Any]:
     """The request fields of one executor turn (the same whether sent early or by the turn itself)."""
     return {"messages": messages, **({"tools": normalize_tools(tools)} if tools else {})}
+
+
+async def _tracked(role: str, ep: Endpoint, request: Awaitable[Any]) -> Any:
+    """Await one request marked in flight (artoo.tasks.llm.progress), so a terminal can show a slow call."""
+    with INFLIGHT.track(role, ep.model, ep.tier):
+        return await request
 
 
 _LANE_CLIENTS: dict[tuple[str, str, float], AsyncOpenAI] = {}

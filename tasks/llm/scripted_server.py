@@ -17,7 +17,14 @@ Routing (how a request finds its queue):
   its ScriptEntry (or dict) answers, None falls through to the queues.
 
 A request the script cannot answer gets HTTP 500 naming the schema, so a test fails
-with a clear message instead of hanging.  Handlers are async, so requests with latency
+with a clear message instead of hanging.
+
+With ``n_ctx`` set the server also behaves like llama.cpp's ``llama-server -c N`` about its
+context window: ``GET /props`` reports it (the real response shape, trimmed), ``/v1/models``
+carries ``meta.n_ctx_train`` (the training context, larger, which a client must not take for the
+window), and a request whose prompt (counted as ``usage.prompt_tokens`` is: characters ÷ 4) does
+not fit is refused with llama.cpp's HTTP 400 ``exceed_context_size_error``.  ``max_model_len``
+makes ``/v1/models`` answer like vLLM's.  Handlers are async, so requests with latency
 overlap the way parallel subtasks do against a real endpoint.
 """
 
@@ -77,6 +84,10 @@ class ScriptEntry(BaseModel):
     """Delay before answering; overrides the scenario default."""
     repeat: bool = False
     """Never consumed: answers forever."""
+    body: dict | None = None
+    """The whole response body, sent verbatim (a real server's recorded answer or error; see transcript.py)."""
+    when_format: str | None = None
+    """Only answer a request whose response_format.type is this ("none": a request without one)."""
 
 
 class Scenario(BaseModel):
@@ -86,6 +97,10 @@ class Scenario(BaseModel):
     latency_s: float = 0.0
     reject_json_schema: bool = False
     """Behave like older llama.cpp: 400 on json_schema, accept json_object (+schema)."""
+    n_ctx: int | None = None
+    """Behave like llama-server started with ``-c n_ctx``: GET /props, and prompts over it refused."""
+    max_model_len: int | None = None
+    """Behave like vLLM about the window: /v1/models lists the model with this ``max_model_len``."""
 
     @classmethod
     def load(cls, source: Scenario | dict | str | Path) -> Scenario:
@@ -141,6 +156,21 @@ def _tool_calls(calls: list[dict]) -> list[dict]:
     return out
 
 
+def prompt_tokens_of(body: dict) -> int:
+    """The prompt tokens this server counts for a request: message text and tool definitions, ÷ 4."""
+    tools = json.dumps(body["tools"]) if body.get("tools") else ""
+    return max(1, (len(message_text(body.get("messages", []))) + len(tools)) // 4)
+
+
+def props(n_ctx: int) -> dict:
+    """llama-server's ``GET /props`` answer (its README's shape, sampling params trimmed)."""
+    return {"default_generation_settings": {"id": 0, "id_task": -1, "n_ctx": n_ctx, "speculative": False,
+                                            "is_processing": False, "params": {"n_predict": -1, "max_tokens": -1},
+                                            "prompt": "", "next_token": {"has_next_token": True, "n_remain": -1}},
+            "total_slots": 1, "model_path": "models/scripted.gguf", "chat_template": "...",
+            "build_info": "b0-scripted"}
+
+
 def _completion(body: dict, entry: ScriptEntry) -> dict:
     tool_calls = _tool_calls(entry.tool_calls) if entry.tool_calls else None
     if entry.raw is not None:
@@ -150,7 +180,7 @@ def _completion(body: dict, entry: ScriptEntry) -> dict:
     else:
         content = None
     produced = (content or "") + (entry.refusal or "") + json.dumps(tool_calls or "")
-    prompt_tokens = max(1, len(message_text(body.get("messages", []))) // 4)
+    prompt_tokens = prompt_tokens_of(body)
     completion_tokens = max(1, len(produced) // 4)
     message = {"role": "assistant", "content": content, "refusal": entry.refusal}
     if tool_calls:
@@ -181,6 +211,7 @@ class ScriptedLLMServer:
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
+            Route("/props", self._props, methods=["GET"]),
         ])
 
     @property
@@ -200,10 +231,12 @@ class ScriptedLLMServer:
             counts = {name: sum(not e.repeat for e in q) for name, q in self._queues.items()}
         return {name: n for name, n in counts.items() if n}
 
-    def _take(self, name: str, text: str) -> ScriptEntry | None:
+    def _take(self, name: str, text: str, fmt: str) -> ScriptEntry | None:
         with self._lock:
             queue = self._queues.get(name, [])
             for index, entry in enumerate(queue):
+                if entry.when_format not in (None, fmt):
+                    continue
                 if entry.match is None or entry.match in text:
                     if not entry.repeat:
                         del queue[index]
@@ -211,8 +244,18 @@ class ScriptedLLMServer:
         return None
 
     async def _models(self, request: Request) -> JSONResponse:
-        return JSONResponse({"object": "list", "data": [
-            {"id": "scripted", "object": "model", "created": 0, "owned_by": "artoo"}]})
+        model = {"id": "scripted", "object": "model", "created": 0, "owned_by": "artoo"}
+        if self.scenario.n_ctx:  # llama.cpp: the training context, not the served window
+            model["meta"] = {"vocab_type": 2, "n_vocab": 151936, "n_ctx_train": 32768, "n_embd": 1536}
+        if self.scenario.max_model_len:
+            model["max_model_len"] = self.scenario.max_model_len
+        return JSONResponse({"object": "list", "data": [model]})
+
+    async def _props(self, request: Request) -> JSONResponse:
+        if not self.scenario.n_ctx:
+            return JSONResponse({"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}},
+                                status_code=404)
+        return JSONResponse(props(self.scenario.n_ctx))
 
     async def _chat(self, request: Request) -> JSONResponse:
         received = time.time()
@@ -235,16 +278,25 @@ class ScriptedLLMServer:
             return "json_schema", None, _error(400, "response_format type must be one of \"text\" or "
                                               "\"json_object\", but got: json_schema")
         name = route_name(body, set(self._queues))
+        needed, n_ctx = prompt_tokens_of(body), self.scenario.n_ctx
+        if n_ctx and needed > n_ctx:  # llama.cpp's words (server-context.cpp)
+            return name, None, JSONResponse({"error": {
+                "code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": needed, "n_ctx": n_ctx,
+                "message": f"request ({needed} tokens) exceeds the available context size "
+                           f"({n_ctx} tokens), try increasing it"}}, status_code=400)
         if name is None:
             return None, None, _error(500, "scripted LLM cannot route this request: no tools, no "
                                      "response_format.json_schema.name, no schema title or "
                                      'system-message phrase \'schema named "NAME"\'', kind="script_error")
-        entry = self._respond(name, body) or self._take(name, message_text(body.get("messages", [])))
+        entry = self._respond(name, body) or self._take(name, message_text(body.get("messages", [])),
+                                                         fmt.get("type") or "none")
         if entry is None:
             left = len(self._queues.get(name, []))
             return name, None, _error(500, f"scripted LLM ran out of answers for schema {name!r} "
                                      f"({left} entries left, none matching this request)",
                                 kind="script_exhausted")
+        if entry.body is not None:
+            return name, entry, JSONResponse(entry.body, status_code=entry.status or 200)
         if entry.status is not None:
             default = _ERRORS.get(entry.status, ("", None, f"Scripted error {entry.status}."))[2]
             return name, entry, _error(entry.status, entry.error or default)

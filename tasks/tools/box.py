@@ -41,7 +41,7 @@ from artoo.config.settings import Settings
 from artoo.tasks.failure import call_targets, looks_like_path, normalise
 from artoo.tasks.law1 import changes as law1_changes
 from artoo.tasks.law1.judge import PolicyVerdict, judge_command, judge_write, real_exists
-from artoo.tasks.tools import changeset, doors, files, overlay, sandbox, shell
+from artoo.tasks.tools import blocks, changeset, doors, files, overlay, sandbox, shell
 from artoo.tasks.tools.locate import locate
 from artoo.tasks.tools.models import Gate, PendingAction, ToolError, ToolResult
 from artoo.tasks.tools.specs import PRIMARY, specs_for
@@ -277,18 +277,19 @@ class ToolBox:
             if view is not None:
                 view.close()
         self._exit_code = None if done.timed_out else done.returncode
+        blocked = blocks.judge(command, done.output, self._exit_code, box.network) if box.bwrap else blocks.Blocks()
         if done.timed_out:
             raise ToolError(f"{prefix}timed out after {timeout:g}s (the command and its children were killed)"
-                            f"\n{done.output}{settled}", "environmental")
-        body = done.output.rstrip("\n")
-        text = with_note(f"{prefix}{body}{chr(10) if body else ''}[exit code {done.returncode}]", settled,
-                         self.settings.tools.head_tail_limit)  # the change list never crowds out what it printed
-        if done.returncode == 0:
+                            f"\n{done.output}{blocked.told}{settled}", "environmental")
+        body = done.output.rstrip("\n")  # then what the sandbox stopped (blocks.py), then the change list
+        text = with_note(f"{prefix}{body}{chr(10) if body else ''}[exit code {done.returncode}]{blocked.told}",
+                         settled, self.settings.tools.head_tail_limit)  # which never crowds out what it printed
+        if done.returncode == 0 and not blocked.failed:  # a pkill that reached nothing fails even on exit 0
             return text
         signum = sandbox.killed_by(done.returncode)
         if signum is not None:  # a limit or a signal ended it: the world stopped it, not the approach
             raise ToolError(f"{text}\n{sandbox.limit_note(signum, self.limits)}", "environmental")
-        raise ToolError(text, "environmental" if done.returncode in (126, 127) else "logical")
+        raise ToolError(text, "environmental" if blocked.notes or done.returncode in (126, 127) else "logical")
 
     async def _execute(self, command: str, box: sandbox.Sandbox, kind: str | None,
                        limit: int) -> tuple[shell.Completed, overlay.View | None]:

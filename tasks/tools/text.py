@@ -62,10 +62,13 @@ def first_n(text: str, n: int = 200) -> str:
 
 _STATUS = re.compile(r"^\[(?:exit code -?\d+|killed by [^\]\n]*)\]$", re.MULTILINE)
 """How a command ended, as the shell tool writes it on a line of its own."""
+_SANDBOX = re.compile(r"^\[artoo sandbox\] [^:\n]*", re.MULTILINE)
+"""The headline of what the sandbox stopped (artoo.tasks.tools.blocks): a ``pkill`` that exited 0 reached nothing."""
 
 
 def evidence_of(text: str, n: int = 200) -> str:
-    """``first_n`` of a tool's output, followed, when the cut hid it, by how the command ended.
+    """``first_n`` of a tool's output, followed, when the cut hid them, by how the command ended and the
+    headline of each block of the sandbox it met.
 
     The validators judge from these entries ("the tool calls, recorded by code, are the ground
     truth"): a command that printed 300 characters and then exited 2 must not read as a success.
@@ -74,6 +77,7 @@ def evidence_of(text: str, n: int = 200) -> str:
     if shown == text:
         return text
     status = dict.fromkeys(m.group(0) for m in _STATUS.finditer(text) if m.end() > n - 1)
+    status.update(dict.fromkeys(m.group(0) for m in _SANDBOX.finditer(text) if m.end() > n - 1))
     return shown + "".join(f" {line}" for line in status)
 
 

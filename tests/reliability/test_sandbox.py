@@ -12,6 +12,9 @@ import logging
 import os
 import resource
 import shutil
+import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -22,6 +25,7 @@ import pytest
 
 from artoo.config.settings import load_settings
 from artoo.tasks.tools import ToolBox
+from artoo.tasks.tools.blocks import NETWORK, PROCESSES, READ_ONLY
 from artoo.tasks.tools.sandbox import (
     Limits,
     bwrap_argv,
@@ -94,7 +98,7 @@ def fetch(url: str) -> str:
 def test_the_root_is_read_only_and_only_the_workspace_is_writable(tmp_path: Path, ws: Path, outside: Path):
     result = shell(box(tmp_path, ws), f"echo in > inside.txt; echo out > {outside}/escaped.txt; echo done")
     assert not (outside / "escaped.txt").exists()
-    assert "Read-only file system" in result.output
+    assert "Read-only file system" in result.output and READ_ONLY in result.output
     assert (ws / "inside.txt").read_text() == "in\n"
 
 
@@ -127,7 +131,8 @@ def test_no_network_unless_the_subtask_needs_the_web(tmp_path: Path, ws: Path, l
     offline = shell(box(tmp_path, ws), fetch(loopback))
     online = shell(box(tmp_path, ws, network=True), fetch(loopback))
     assert not offline.ok and "hello from host" not in offline.output
-    assert online.ok and "hello from host" in online.output
+    assert offline.failure_class == "environmental" and NETWORK in offline.output  # a script's refused connection
+    assert online.ok and "hello from host" in online.output and NETWORK not in online.output
 
 
 @needs_bwrap
@@ -138,6 +143,63 @@ def test_a_search_call_opens_the_network_for_the_rest_of_the_subtask(tmp_path: P
     after = shell(toolbox, fetch(loopback))
     assert not before.ok and found.ok and "found it" in found.output
     assert after.ok and "hello from host" in after.output
+
+
+# ------------------------------------------------------------------ what the sandbox stopped, said
+@pytest.fixture
+def host_process():
+    """A process of the host's, outside every sandbox, with a tag in its command line to find it by."""
+    tag = f"artoo-host-victim-{os.getpid()}-{time.monotonic_ns()}"
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", tag])
+    yield proc, tag
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture
+def udp_listener():
+    """A UDP socket on the host's 127.0.0.1."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(0.5)
+    yield sock
+    sock.close()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("command", ["pkill -f {tag}", "kill {pid}", "kill -0 {pid} && echo still running"])
+def test_signalling_a_process_outside_the_sandbox_fails_and_says_why(tmp_path: Path, ws: Path, host_process,
+                                                                     command: str):
+    """``pkill -f`` exits 0 (its pattern matched the sandbox's own bubblewrap): it must not read as done."""
+    proc, tag = host_process
+    result = shell(box(tmp_path, ws), command.format(tag=tag, pid=proc.pid))
+    mention = shell(box(tmp_path, ws), f"echo 'pkill -f {tag}'")  # a mention runs nothing
+    assert proc.poll() is None, "the host's process was signalled from inside the sandbox"
+    assert not result.ok and result.failure_class == "environmental" and PROCESSES in result.output
+    assert "own process namespace" in result.evidence
+    assert mention.ok and mention.output == f"pkill -f {tag}\n[exit code 0]"
+
+
+@needs_bwrap
+def test_listing_processes_says_only_the_sandboxs_are_seen(tmp_path: Path, ws: Path, host_process):
+    proc, tag = host_process
+    result = shell(box(tmp_path, ws), "ps -eo args")
+    assert result.ok and tag not in result.output and PROCESSES in result.output
+
+
+@needs_bwrap
+def test_a_udp_send_without_the_network_fails_and_says_why(tmp_path: Path, ws: Path, udp_listener):
+    """Without the network a UDP send "succeeds" into the sandbox's own loopback; with it, it arrives."""
+    send = f"echo hi > /dev/udp/127.0.0.1/{udp_listener.getsockname()[1]}"
+    offline = shell(box(tmp_path, ws), send)
+    with pytest.raises(TimeoutError):
+        udp_listener.recv(16)
+    mention = shell(box(tmp_path, ws), f"echo '{send}'")
+    online = shell(box(tmp_path, ws, network=True), send)
+    assert udp_listener.recv(16) == b"hi\n"
+    assert not offline.ok and offline.failure_class == "environmental" and NETWORK in offline.output
+    assert online.ok and online.output == "[exit code 0]"
+    assert mention.ok and mention.output == f"{send}\n[exit code 0]"
 
 
 # ------------------------------------------------------------------ limits and the timeout
