@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import socket
 
 import pytest
@@ -150,55 +149,6 @@ def test_invalid_twice_raises_llm_output_error(schema, role, bad, reason):
     assert reason in message
     start = bad["raw"] if "raw" in bad else json.dumps(bad["answer"])
     assert repr(start[:200]) in message
-
-
-def test_a_zero_based_plan_is_repaired_without_a_re_ask(caplog: pytest.LogCaptureFixture):
-    plan = {**SAMPLES["Plan"][1], "subtasks": [{**SAMPLES["Plan"][1]["subtasks"][0], "sequence": 0},
-                                               {**SAMPLES["Plan"][1]["subtasks"][0], "sequence": 1}]}
-    seen: list[dict] = []
-
-    async def ask(llm):
-        llm.observer = seen.append  # what the decision log receives
-        return await llm.structured("R2", "Plan", [{"role": "user", "content": "plan"}])
-
-    with ScriptedLLMServer({"answers": {"Plan": [{"raw": json.dumps(plan)}]}}) as srv, \
-            caplog.at_level(logging.INFO, logger="artoo.llm"):
-        result, llm = _run(srv.base_url, ask)
-        assert len(srv.requests) == 1
-    assert "R2 Plan answer repaired: sequence_base: sequences started at 0" in caplog.text
-    assert [s.sequence for s in result.subtasks] == [1, 2]
-    assert [r.kind for r in llm.records[0].repairs] == ["sequence_base"] and llm.records[0].ok
-    assert [(x["ok"], [r["kind"] for r in x["repairs"]]) for x in seen] == [(True, ["sequence_base"])]
-
-
-def test_an_object_output_is_serialised_without_a_re_ask():
-    raw = '{"status": "completed", "output": {"a.txt": 3, "b.txt": 5}}'
-    with ScriptedLLMServer({"answers": {"tools": [{"raw": raw}]}}) as srv:
-        turn, llm = _run(srv.base_url, lambda llm: llm.tool_turn("R3", [{"role": "user", "content": "count"}],
-                                                                 [TOOL]))
-        assert len(srv.requests) == 1
-    assert turn.final == ExecutionAnswer(status="completed", output='{"a.txt":3,"b.txt":5}')
-    assert turn.assistant_message == {"role": "assistant", "content": raw}
-    assert [r.kind for r in llm.records[0].repairs] == ["to_string"]
-
-
-def test_only_what_no_repair_fixes_is_re_asked_once_and_the_log_says_so():
-    bad = {"status": "done", "output": {"a.txt": 3}}  # the output is repairable, the status is not
-    good = '```json\n{"status": "completed", "output": "a.txt 3"}\n```'
-    seen: list[dict] = []
-
-    async def turn(llm):
-        llm.observer = seen.append
-        return await llm.tool_turn("R3", [{"role": "user", "content": "count"}], [TOOL])
-
-    with ScriptedLLMServer({"answers": {"tools": [{"answer": bad}, {"raw": good}]}}) as srv:
-        result, llm = _run(srv.base_url, turn)
-        re_ask = srv.requests[1]["body"]["messages"][-1]["content"]
-        assert len(srv.requests) == 2
-    assert "status: Input should be 'completed', 'uncertain' or 'failed'" in re_ask and "output:" not in re_ask
-    assert result.final == ExecutionAnswer(status="completed", output="a.txt 3")
-    assert [(x["ok"], [r["kind"] for r in x["repairs"]]) for x in seen] == [(False, []), (True, ["fenced_json"])]
-    assert seen[0]["error"].startswith("invalid answer: does not match the schema: status:")
 
 
 def test_tool_turn_final_is_repaired_then_fails():

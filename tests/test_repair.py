@@ -5,20 +5,27 @@ The raw answers are the shapes real models write: issue #25's Qwen2.5-Coder-1.5B
 strings for a string field (growgraph/ontocast#50), enum values in another case
 (langchain4j/langchain4j#4045), extra keys and thinking first (ollama/ollama#15514), a
 ``<tool_call>`` in the content (QwenLM/Qwen3#1072), a JSON object cut off (QwenLM/Qwen3.8#7).
-The last test runs ``artoo run --json`` against the scripted server and reads the decision log.
+Then the client over real HTTP (the scripted server, the real ``openai`` client): repaired answers are
+not asked again, only what no repair fixes is; the last test runs ``artoo run --json`` and reads the
+decision log.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from pathlib import Path
 
 import pytest
 
 from artoo.config.protocol import AgentVerdict, Consolidation, ExecutionAnswer, PlanAnswer, TaskVerdict
+from artoo.config.settings import load_settings
+from artoo.tasks.llm import OpenAICompatLLM
 from artoo.tasks.llm.extract import brace_pairs, object_spans
 from artoo.tasks.llm.parsing import InvalidAnswer
 from artoo.tasks.llm.repair import as_string, enum_match, plan_sequences, repair_answer
+from artoo.tasks.llm.scripted_server import ScriptedLLMServer
 from tests.conftest import final_from, run_cli
 from tests.scenario_kit import agent, call, crit, scenario, spec, task_verdict, verdict
 
@@ -35,6 +42,8 @@ def _plan(*sequences: object) -> dict:
 
 PLAN_0 = json.dumps(_plan(0, 1))
 RESULT = '{"status": "completed", "output": "a.txt 3"}'
+SHELL = {"name": "shell", "description": "Run a command", "parameters": {
+    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
 VERDICT = '{"criterion": "c", "verdict": "pass", "failure_class": null, "evidence": "wc printed 3"}'
 
 REPAIRED = [
@@ -190,6 +199,69 @@ def test_brace_pairs(text, pairs):
 ])
 def test_object_spans(text, objects):
     assert [value for _, _, value in object_spans(text)] == objects
+
+
+def _llm_call(base_url: str, call) -> tuple[object, OpenAICompatLLM]:
+    """Run ``call(llm)`` on a real client against the scripted server at ``base_url``; (result, llm)."""
+    settings = load_settings(openai_base_url=base_url, openai_model="scripted", openai_api_key=None,
+                             brain_base_url=None, brain_model=None, tool_base_url=None, tool_model=None)
+    llm = OpenAICompatLLM(settings, max_retries=0)
+
+    async def go():
+        try:
+            return await call(llm)
+        finally:
+            await llm.aclose()
+
+    return asyncio.run(go()), llm
+
+
+def test_a_zero_based_plan_is_repaired_without_a_re_ask(caplog: pytest.LogCaptureFixture):
+    plan = _plan(0, 1)
+    seen: list[dict] = []
+
+    async def ask(llm):
+        llm.observer = seen.append  # what the decision log receives
+        return await llm.structured("R2", "Plan", [{"role": "user", "content": "plan"}])
+
+    with ScriptedLLMServer({"answers": {"Plan": [{"raw": json.dumps(plan)}]}}) as srv, \
+            caplog.at_level(logging.INFO, logger="artoo.llm"):
+        result, llm = _llm_call(srv.base_url, ask)
+        assert len(srv.requests) == 1
+    assert "R2 Plan answer repaired: sequence_base: sequences started at 0" in caplog.text
+    assert [s.sequence for s in result.subtasks] == [1, 2]
+    assert [r.kind for r in llm.records[0].repairs] == ["sequence_base"] and llm.records[0].ok
+    assert [(x["ok"], [r["kind"] for r in x["repairs"]]) for x in seen] == [(True, ["sequence_base"])]
+
+
+def test_an_object_output_is_serialised_without_a_re_ask():
+    raw = '{"status": "completed", "output": {"a.txt": 3, "b.txt": 5}}'
+    with ScriptedLLMServer({"answers": {"tools": [{"raw": raw}]}}) as srv:
+        turn, llm = _llm_call(srv.base_url, lambda llm: llm.tool_turn(
+            "R3", [{"role": "user", "content": "count"}], [SHELL]))
+        assert len(srv.requests) == 1
+    assert turn.final == ExecutionAnswer(status="completed", output='{"a.txt":3,"b.txt":5}')
+    assert turn.assistant_message == {"role": "assistant", "content": raw}
+    assert [r.kind for r in llm.records[0].repairs] == ["to_string"]
+
+
+def test_only_what_no_repair_fixes_is_re_asked_once_and_the_log_says_so():
+    bad = {"status": "done", "output": {"a.txt": 3}}  # the output is repairable, the status is not
+    good = '```json\n{"status": "completed", "output": "a.txt 3"}\n```'
+    seen: list[dict] = []
+
+    async def turn(llm):
+        llm.observer = seen.append
+        return await llm.tool_turn("R3", [{"role": "user", "content": "count"}], [SHELL])
+
+    with ScriptedLLMServer({"answers": {"tools": [{"answer": bad}, {"raw": good}]}}) as srv:
+        result, llm = _llm_call(srv.base_url, turn)
+        re_ask = srv.requests[1]["body"]["messages"][-1]["content"]
+        assert len(srv.requests) == 2
+    assert "status: Input should be 'completed', 'uncertain' or 'failed'" in re_ask and "output:" not in re_ask
+    assert result.final == ExecutionAnswer(status="completed", output="a.txt 3")
+    assert [(x["ok"], [r["kind"] for r in x["repairs"]]) for x in seen] == [(False, []), (True, ["fenced_json"])]
+    assert seen[0]["error"].startswith("invalid answer: does not match the schema: status:")
 
 
 def count_story(workspace: Path) -> dict:
