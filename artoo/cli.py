@@ -68,15 +68,40 @@ def config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
     from artoo.config.settings import load_settings
 
     try:
-        data = load_settings().masked()
+        settings = load_settings()
+        data = settings.masked()
+        store = negotiation_store(settings.home_dir)
     except ArtooError as exc:
         fail(exc)
+    negotiated = store.entries()
     if as_json:
-        print(json.dumps(data, indent=2, default=str))
+        print(json.dumps({**data, "llm_negotiated": negotiated}, indent=2, default=str))
         return
     from rich.pretty import Pretty
 
     Console().print(Pretty(data, expand_all=True))
+    Console().print(negotiated_section(store.path, negotiated), highlight=False, soft_wrap=True)
+
+
+def negotiation_store(home: Path):
+    """This home's remembered structured-output and tool modes (artoo.tasks.llm.negotiated)."""
+    from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
+
+    return NegotiationStore(negotiated_path(home))
+
+
+def negotiated_section(path: Path, entries: dict) -> str:
+    """``artoo config``'s account of what each endpoint and model accepted, and why."""
+    lines = [f"LLM formats negotiated ({path}; delete it to probe again):"]
+    for base_url, models in sorted(entries.items()):
+        for model, entry in sorted(models.items()):
+            lines.append(f"  {base_url}  model {model!r}")
+            for kind, default in (("structured", "json_schema"), ("tools", "native")):
+                because = entry.get(f"{kind}_because", "not used yet")
+                lines.append(f"    {kind:<10} {entry.get(kind, default)}  ({because})")
+    if len(lines) == 1:
+        lines.append("  none yet: the first request to an endpoint tries json_schema and native tools")
+    return "\n".join(lines)
 
 
 @app.command()
