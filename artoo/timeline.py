@@ -59,7 +59,7 @@ def _llm(r: dict[str, Any], full: bool) -> list[str]:
     depth = INDENT * (2 if r.get("scope", {}).get("subtask") else 1)
     status = "ok" if r.get("ok") else f"FAILED: {r.get('error')}"
     head = (f"{depth}· {r.get('role')} {r.get('schema')} · {r.get('model')} · {r.get('prompt_tokens', 0)}+"
-            f"{r.get('completion_tokens', 0)} tokens · {r.get('latency_s', 0):.2f} s · {status}")
+            f"{r.get('completion_tokens', 0)} tokens · {r.get('latency_s', 0):.2f} s · {status}{_negotiated(r)}")
     if not full:
         return [head]
     lines = [head]
@@ -71,6 +71,16 @@ def _llm(r: dict[str, Any], full: bool) -> list[str]:
         lines.append(f"{depth}  [answer]")
         lines.extend(f"{depth}    {line}" for line in _content(choice.get("message") or {}).splitlines() or [""])
     return lines
+
+
+def _negotiated(r: dict[str, Any]) -> str:
+    """The negotiated mode a call was sent in, when it is not the first choice, and a refusal that moved it."""
+    modes = r.get("negotiated") or {}
+    kind, first = ("tools", "native") if r.get("schema") == "tools" else ("structured", "json_schema")
+    shown = [f"{kind} mode {modes[kind]}"] if modes.get(kind) not in (None, first) else []
+    if r.get("refused"):
+        shown.append(f"{r['refused']} refused: the next request falls back")
+    return "".join(f" · {part}" for part in shown)
 
 
 def _content(message: dict[str, Any]) -> str:

@@ -24,6 +24,7 @@ from artoo.tasks.llm.refusals import refused_feature
 from artoo.tasks.llm.scripted_server import Scenario, ScriptedLLMServer
 from artoo.tasks.llm.server_refusals import PROFILES
 from artoo.tasks.llm.tool_protocol import content_messages, content_tool_calls
+from artoo.timeline import render
 from tests.conftest import run_cli
 
 SPEC = {"task_id": "count_lines", "intent": "count the lines", "constraints": {"scope": ".", "deadline": None}}
@@ -129,6 +130,25 @@ def test_unknown_tool_mode_and_unknown_refusal_profile_are_clear_errors():
         tool_request("xml", [], [SHELL])
     with pytest.raises(ValueError, match="unknown refusal profile 'lmstudio'; known: llama-cpp-python"):
         Scenario.model_validate({"refuse": "lmstudio"})
+
+
+_CALL = {"kind": "llm", "role": "R1", "model": "qwen", "prompt_tokens": 9, "completion_tokens": 3, "latency_s": 0.5}
+
+
+@pytest.mark.parametrize("record, shown", [
+    ({"schema": "TaskSpec", "ok": False, "error": "HTTP 500: …", "refused": "response_format",
+      "negotiated": {"structured": "json_schema", "tools": "native"}},
+     "FAILED: HTTP 500: … · response_format refused: the next request falls back"),
+    ({"schema": "TaskSpec", "ok": True, "negotiated": {"structured": "json_object_schema", "tools": "native"}},
+     "ok · structured mode json_object_schema"),
+    ({"schema": "tools", "ok": True, "negotiated": {"structured": "json_object_schema", "tools": "content"}},
+     "ok · tools mode content"),
+    ({"schema": "Plan", "ok": True, "negotiated": {"structured": "json_schema", "tools": "content"}}, "ok"),
+    ({"schema": "Plan", "ok": True}, "ok"),  # a log written before negotiation was recorded
+])
+def test_artoo_log_shows_the_negotiated_mode_and_refusals(record, shown):
+    (line,) = render([{**_CALL, **record}])
+    assert line.endswith(f"0.50 s · {shown}")
 
 
 # --- the client over real HTTP ------------------------------------------------------------------
