@@ -20,6 +20,7 @@ from rich.console import Console
 from artoo.cli_chat import chat as chat_command
 from artoo.cli_cluster import verify_homes
 from artoo.cli_cluster import worker as worker_command
+from artoo.cli_config import config as config_command
 from artoo.cli_eval import eval_app
 from artoo.cli_memory import dream as dream_command
 from artoo.cli_memory import memory_app
@@ -34,6 +35,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(policy_app, name="policy")
 app.add_typer(audit_app, name="audit")
 app.command("worker")(worker_command)
+app.command("config")(config_command)
 app.add_typer(eval_app, name="eval")
 
 err = Console(stderr=True)
@@ -60,48 +62,6 @@ def not_available(what: str, issue: str) -> None:
     """A command whose capability has not landed yet: say so and exit 2."""
     err.print(f"artoo {what}: not available yet (lands with the {issue} work).", highlight=False)
     raise typer.Exit(2)
-
-
-@app.command()
-def config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """Print the effective settings, secrets masked."""
-    from artoo.config.settings import load_settings
-
-    try:
-        settings = load_settings()
-        data = settings.masked()
-        store = negotiation_store(settings.home_dir)
-    except ArtooError as exc:
-        fail(exc)
-    negotiated = store.entries()
-    if as_json:
-        print(json.dumps({**data, "llm_negotiated": negotiated}, indent=2, default=str))
-        return
-    from rich.pretty import Pretty
-
-    Console().print(Pretty(data, expand_all=True))
-    Console().print(negotiated_section(store.path, negotiated), highlight=False, soft_wrap=True)
-
-
-def negotiation_store(home: Path):
-    """This home's remembered structured-output and tool modes (artoo.tasks.llm.negotiated)."""
-    from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
-
-    return NegotiationStore(negotiated_path(home))
-
-
-def negotiated_section(path: Path, entries: dict) -> str:
-    """``artoo config``'s account of what each endpoint and model accepted, and why."""
-    lines = [f"LLM formats negotiated ({path}; delete it to probe again):"]
-    for base_url, models in sorted(entries.items()):
-        for model, entry in sorted(models.items()):
-            lines.append(f"  {base_url}  model {model!r}")
-            for kind, default in (("structured", "json_schema"), ("tools", "native")):
-                because = entry.get(f"{kind}_because", "not used yet")
-                lines.append(f"    {kind:<10} {entry.get(kind, default)}  ({because})")
-    if len(lines) == 1:
-        lines.append("  none yet: the first request to an endpoint tries json_schema and native tools")
-    return "\n".join(lines)
 
 
 @app.command()

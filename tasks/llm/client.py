@@ -309,14 +309,8 @@ def tool_request(mode: str, messages: list[dict], tools: list[dict]) -> dict[str
 
 
 def _log_negotiation(message: str) -> None:
-    """Into the Prefect run's log when inside a run, else the ``artoo.llm`` logger (both at INFO)."""
-    try:
-        from prefect.logging import get_run_logger
-
-        logger = get_run_logger()
-    except Exception:  # outside a flow or task run
-        logger = logging.getLogger("artoo.llm")
-    logger.info(message)
+    """One INFO line on the ``artoo.llm`` logger (this layer stays free of Prefect; the decision log has it too)."""
+    logging.getLogger("artoo.llm").info(message)
 
 
 _LANE_CLIENTS: dict[tuple[str, str, float], AsyncOpenAI] = {}
