@@ -306,3 +306,41 @@ def test_artoo_config_lists_each_remembered_endpoint(artoo_env):
     assert "tools      native  (not used yet)" in section
     code, out, _ = run_cli("config", "--json")
     assert json.loads(out)["llm_negotiated"]["http://127.0.0.1:8080/v1"]["qwen"]["structured"] == "json_object_schema"
+
+
+# --- a whole run ----------------------------------------------------------------------------------
+
+def _hermes(entry: dict) -> dict:
+    """A scripted tool-call turn as llama-cpp-python returns Qwen2.5's: <tool_call> text in the content."""
+    if "tool_calls" not in entry:
+        return entry
+    text = "\n".join(f"<tool_call>\n{json.dumps(c)}\n</tool_call>" for c in entry["tool_calls"])
+    return {**{k: v for k, v in entry.items() if k != "tool_calls"}, "raw": text}
+
+
+@pytest.mark.usefixtures("prefect_api")
+@pytest.mark.parametrize("profile, modes", [
+    ("llama-cpp-python", {"structured": "json_object_schema", "tools": "native"}),
+    ("llama-server-no-jinja", {"structured": "json_schema", "tools": "content"}),
+])
+def test_a_run_against_a_refusing_server_completes_and_its_decision_log_shows_the_negotiation(
+        scripted, artoo_env, profile, modes):
+    from artoo.config.settings import load_settings
+    from artoo.tasks.decision_log import load_run
+    from tests.conftest import final_from
+    from tests.scenario_kit import change_path_scenario
+
+    story = change_path_scenario(artoo_env / "workspace")
+    if profile == "llama-cpp-python":
+        story["answers"]["tools"] = [_hermes(e) for e in story["answers"]["tools"]]
+    server = scripted({**story, "refuse": profile})
+    code, out, _ = run_cli("run", "--json", "count the lines in notes.txt")
+    assert (code, final_from(out)["directive"]) == (0, "accept")
+    assert [r["status"] for r in server.requests if r["status"] != 200] == [500]  # one refusal in the whole run
+    _, records = load_run(load_settings().home_dir)
+    calls = [r for r in records if r["kind"] == "llm"]
+    assert [r["refused"] for r in calls if r.get("refused")] == ["response_format" if modes["tools"] == "native"
+                                                                 else "tools"]
+    assert calls[-1]["negotiated"] == modes
+    stored = NegotiationStore(negotiated_path(load_settings().home_dir)).get(server.base_url, "scripted")
+    assert {k: stored[k] for k in modes} == modes
