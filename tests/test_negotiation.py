@@ -272,6 +272,17 @@ def test_a_corrupt_store_is_ignored_with_a_warning_and_kept_aside(tmp_path, capl
     assert path.with_name("negotiated.json.corrupt").read_text(encoding="utf-8") == "{half a file"
 
 
+def test_an_unusable_home_costs_the_memory_of_formats_not_the_call(tmp_path, caplog):
+    home = tmp_path / "not-a-directory"
+    home.write_text("x", encoding="utf-8")
+    scenario = {"refuse": "llama-cpp-python", "answers": {"TaskSpec": [{"answer": SPEC}]}}
+    with ScriptedLLMServer(scenario) as srv, caplog.at_level(logging.WARNING, logger="artoo.llm"):
+        answer = _use(_llm(srv, home), _spec)
+    assert answer == SCHEMAS["TaskSpec"].model_validate(SPEC)
+    assert any("negotiated formats are not remembered" in r.getMessage() and "ARTOO_HOME" in r.getMessage()
+               for r in caplog.records)
+
+
 def _remember_many(path: str, model: str) -> None:
     store = NegotiationStore(__import__("pathlib").Path(path))
     for i in range(20):

@@ -108,8 +108,13 @@ class OpenAICompatLLM:
         return self._modes(ep).get(kind, KINDS[kind][0])
 
     def _negotiation_store(self) -> NegotiationStore:
+        """This home's store; one that remembers nothing when ARTOO_HOME is unusable (never fatal to a call)."""
         if self._store is None:
-            self._store = NegotiationStore(negotiated_path(self.settings.home_dir))
+            try:
+                self._store = NegotiationStore(negotiated_path(self.settings.home_dir))
+            except ConfigurationError as exc:
+                logging.getLogger("artoo.llm").warning("negotiated formats are not remembered: %s", exc)
+                self._store = NegotiationStore(None)
         return self._store
 
     def _fall_back(self, ep: Endpoint, refused: FeatureRefused, sent_mode: str) -> None:

@@ -39,9 +39,9 @@ def negotiated_path(home: Path) -> Path:
 
 
 class NegotiationStore:
-    """The remembered modes of one ARTOO_HOME (see the module docstring)."""
+    """The remembered modes of one ARTOO_HOME (see the module docstring); ``path`` None remembers nothing."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path | None):
         self.path = path
 
     def entries(self) -> Entries:
@@ -55,6 +55,8 @@ class NegotiationStore:
 
     def remember(self, base_url: str, model: str, kind: str, mode: str, because: str) -> None:
         """Record that ``kind`` ("structured" or "tools") uses ``mode`` on this endpoint, and why."""
+        if self.path is None:
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with _locked(self.path.with_name(self.path.name + ".lock")):
@@ -70,6 +72,8 @@ class NegotiationStore:
 
     def _read(self) -> tuple[Entries, bool]:
         """The entries, and whether the file exists but is not a valid store (corrupt)."""
+        if self.path is None:
+            return {}, False
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
