@@ -46,6 +46,10 @@ LCP_MESSAGE = json.loads(LCP_BODY)["error"]["message"]
     (400, "Invalid schema for response_format 'Plan': In context=(), 'additionalProperties' is required to be "
           "supplied and to be false.", True, False, "response_format"),
     (422, "unsupported field: response_format", True, False, "response_format"),
+    # OpenAI, a model without Structured Outputs (langchain-ai/langchain#31490, spring-projects/spring-ai#2969)
+    (400, "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.", True,
+     False, "response_format"),
+    (400, "Unknown parameter: 'response_format.schema'.", True, False, "response_format"),
     # llama-server --no-jinja (tools/server/server-common.cpp, HTTP 500 server_error)
     (500, "tools param requires --jinja flag", False, True, "tools"),
     (500, "tool_choice param requires --jinja flag", False, True, "tools"),
@@ -196,6 +200,20 @@ def test_llama_cpp_python_500_on_json_schema_falls_back_once_and_is_remembered(t
     assert "Input should be 'text' or 'json_object'" in entry["structured_because"]
     assert any("structured mode json_schema -> json_object_schema" in r.getMessage()
                and "HTTP 500" in r.getMessage() for r in caplog.records if r.levelno == logging.INFO)
+
+
+def test_openai_without_structured_outputs_settles_on_plain_json_mode_after_two_refusals(tmp_path):
+    scenario = {"refuse": "openai-without-structured-outputs", "answers": {"TaskSpec": [{"answer": SPEC}]}}
+    with ScriptedLLMServer(scenario) as srv:
+        llm = _llm(srv, tmp_path)
+        answer = _use(llm, _spec)
+        log = srv.requests
+    assert answer == SCHEMAS["TaskSpec"].model_validate(SPEC)
+    assert [e["status"] for e in log] == [400, 400, 200]
+    assert log[2]["body"]["response_format"] == {"type": "json_object"}
+    assert llm.format_mode("brain") == "json_object"
+    because = NegotiationStore(negotiated_path(tmp_path)).get(srv.base_url, "qwen")["structured_because"]
+    assert because == "HTTP 400: Error code: 400 - Unknown parameter: 'response_format.schema'."
 
 
 def test_an_unknown_500_is_environmental_and_changes_no_mode(tmp_path):

@@ -232,6 +232,11 @@ _OBJECT_FORMAT = {"type": "json_object", "schema": {"title": "Plan"}}
      b'"type":"invalid_request_error","param":null,"code":null}}\n'),
     ("ollama-no-tools", {"response_format": _SCHEMA_FORMAT}, 200, None),
     # vLLM without a tool parser: a top-level error object
+    # OpenAI, a model without Structured Outputs: pretty-printed bodies
+    ("openai-without-structured-outputs", {"response_format": _OBJECT_FORMAT}, 400,
+     b'{\n  "error": {\n    "message": "Unknown parameter: \'response_format.schema\'.",\n    "type": '
+     b'"invalid_request_error",\n    "param": "response_format.schema",\n    "code": "unknown_parameter"\n  }\n}\n'),
+    ("openai-without-structured-outputs", {"response_format": {"type": "json_object"}, "tools": _TOOLS}, 200, None),
     ("vllm-no-tool-parser", {"tools": _TOOLS}, 400,
      b'{"object":"error","message":"\\"auto\\" tool choice requires --enable-auto-tool-choice and '
      b'--tool-call-parser to be set","type":"BadRequestError","param":null,"code":400}'),

@@ -5,7 +5,8 @@ is tested against what the servers really send, not against a convenient imitati
 is a function of the request body: the refusal the real server gives for that request shape (the
 first one it would hit, in its own order of checks), or None when it would accept the request.
 Where each body comes from is written beside it; the JSON is serialised as each server does
-(FastAPI and nlohmann compact, nlohmann with sorted keys, Go's encoder with a trailing newline).
+(FastAPI and nlohmann compact, nlohmann with sorted keys, Go's encoder with a trailing newline,
+OpenAI pretty-printed).
 """
 
 from __future__ import annotations
@@ -114,11 +115,35 @@ def vllm_no_tool_parser(body: dict) -> Refusal | None:
                           "code": 400})
 
 
+def openai_without_structured_outputs(body: dict) -> Refusal | None:
+    """OpenAI's API (and Azure's) for a model without Structured Outputs (gpt-4, gpt-3.5-turbo-1106 …).
+
+    ``json_schema``: quoted from langchain-ai/langchain#31490; the llama.cpp-style ``schema`` key in
+    ``json_object``: quoted from spring-projects/spring-ai#2969 (``unknown_parameter``).  Plain
+    ``json_object`` and ``tools`` are accepted.  OpenAI pretty-prints its error bodies (2-space indent).
+    """
+    fmt = body.get("response_format")
+    if not isinstance(fmt, dict):
+        return None
+    if fmt.get("type") == "json_schema":
+        message = ("Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model. "
+                   "Learn more about supported models at the Structured Outputs guide: "
+                   "https://platform.openai.com/docs/guides/structured-outputs")
+        error = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+    elif "schema" in fmt:
+        error = {"message": "Unknown parameter: 'response_format.schema'.", "type": "invalid_request_error",
+                 "param": "response_format.schema", "code": "unknown_parameter"}
+    else:
+        return None
+    return 400, (json.dumps({"error": error}, indent=2) + "\n").encode()
+
+
 PROFILES: dict[str, Callable[[dict], Refusal | None]] = {
     "llama-cpp-python": llama_cpp_python,
     "llama-server-no-jinja": llama_server_no_jinja,
     "llama-server-2024": llama_server_2024,
     "ollama-no-tools": ollama_no_tools,
     "vllm-no-tool-parser": vllm_no_tool_parser,
+    "openai-without-structured-outputs": openai_without_structured_outputs,
 }
 """Refusal profile name → the refusal of that server for a request body."""
