@@ -205,12 +205,14 @@ _OBJECT_FORMAT = {"type": "json_object", "schema": {"title": "Plan"}}
 
 
 @pytest.mark.parametrize("profile, extra, status, body", [
-    # llama-cpp-python 0.3.x: FastAPI's validation error wrapped by its RouteErrorHandler (HTTP 500)
+    # llama-cpp-python 0.3.36: FastAPI's validation error wrapped by its RouteErrorHandler (HTTP 500), the body
+    # captured from that server on this machine (/work/models/refusal-llama-cpp-python-json_schema.json)
     ("llama-cpp-python", {"response_format": _SCHEMA_FORMAT}, 500,
      b'{"error":{"message":"1 validation error:\\n  {\'type\': \'literal_error\', \'loc\': (\'body\', '
      b'\'response_format\', \'type\'), \'msg\': \\"Input should be \'text\' or \'json_object\'\\", \'input\': '
-     b'\'json_schema\', \'ctx\': {\'expected\': \\"\'text\' or \'json_object\'\\"}}\\n\\n  Endpoint: POST '
-     b'/v1/chat/completions","type":"internal_server_error","param":null,"code":null}}'),
+     b'\'json_schema\', \'ctx\': {\'expected\': \\"\'text\' or \'json_object\'\\"}}\\n\\n  File \\"/work/models/'
+     b'lcp-venv/lib/python3.11/site-packages/llama_cpp/server/app.py\\", line 376, in create_chat_completion\\n'
+     b'    POST /v1/chat/completions","type":"internal_server_error","param":null,"code":null}}'),
     ("llama-cpp-python", {"response_format": _OBJECT_FORMAT, "tools": _TOOLS}, 200, None),
     # llama-server --no-jinja: runtime_error → 500 server_error, nlohmann's sorted keys
     ("llama-server-no-jinja", {"tools": _TOOLS, "response_format": _SCHEMA_FORMAT}, 500,

@@ -23,15 +23,16 @@ def _compact(data: dict) -> bytes:
 
 
 def llama_cpp_python(body: dict) -> Refusal | None:
-    """llama-cpp-python 0.3.x's ``python -m llama_cpp.server``.
+    """llama-cpp-python 0.3.36's ``python -m llama_cpp.server`` (FastAPI 0.165, pydantic 2.14).
 
     ``response_format`` is a TypedDict whose ``type`` is ``Literal["text", "json_object"]``
     (llama_cpp/llama_types.py); FastAPI's RequestValidationError is caught by the server's
     ``RouteErrorHandler`` (llama_cpp/server/errors.py), which matches none of its patterns and wraps
-    ``str(error)`` as ``internal_server_error`` with HTTP 500.  The message is FastAPI 0.150's
-    ``str(RequestValidationError)``, reproduced by running that handler on this request (pydantic
-    2.14); ggml-org/llama.cpp#23463 reports the same 500 from llama-cpp-python 0.3.23.  ``tools`` is
-    accepted: the chat template renders it, and Qwen2.5 answers with ``<tool_call>`` text in content.
+    ``str(error)`` as ``internal_server_error`` with HTTP 500.  The body is the one captured from that
+    server on this machine for ``json_schema`` (/work/models/refusal-llama-cpp-python-json_schema.json,
+    2026-11-24), verbatim, the site-packages path included; ggml-org/llama.cpp#23463 reports the same
+    500 from 0.3.23.  ``tools`` is accepted: the chat template renders it, and Qwen2.5 answers with
+    ``<tool_call>`` text in the content (no ``tool_calls``).
     """
     fmt = body.get("response_format")
     kind = fmt.get("type") if isinstance(fmt, dict) else None
@@ -39,7 +40,9 @@ def llama_cpp_python(body: dict) -> Refusal | None:
         return None
     message = ("1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
                f"'msg': \"Input should be 'text' or 'json_object'\", 'input': {kind!r}, "
-               "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  Endpoint: POST /v1/chat/completions")
+               "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n"
+               '  File "/work/models/lcp-venv/lib/python3.11/site-packages/llama_cpp/server/app.py", line 376, '
+               "in create_chat_completion\n    POST /v1/chat/completions")
     return 500, _compact({"error": {"message": message, "type": "internal_server_error", "param": None,
                                     "code": None}})
 
