@@ -79,7 +79,16 @@ def test_refused_feature(status, message, sent_format, sent_tools, expected):
 SHELL_LS = {"name": "shell", "arguments": {"command": "ls"}}
 
 
+# Qwen2.5-Coder-1.5B on llama-server --jinja, asked with a get_time tool: the content of the answer captured on this
+# machine (/work/models/refusal-llama-server-tools.json, HTTP 200, finish_reason "stop", no tool_calls)
+LLAMA_SERVER_BARE_CALL = '```json\n{\n  "name": "get_time",\n  "arguments": {}\n}\n```'
+
+
 @pytest.mark.parametrize("content, expected", [
+    (LLAMA_SERVER_BARE_CALL, [{"name": "get_time", "arguments": {}}]),
+    ('{"name": "shell", "arguments": {"command": "ls"}}', [SHELL_LS]),
+    ('{"name": "rm_everything", "arguments": {}}', None),  # a bare object naming no offered tool
+    ('{"name": "shell"}', None),  # no arguments: not a call
     # Qwen2.5's chat template (Hermes format), left in content by llama-cpp-python's server
     ('<tool_call>\n{"name": "shell", "arguments": {"command": "ls"}}\n</tool_call>', [SHELL_LS]),
     ('Let me look.\n<tool_call>\n{"name": "shell", "arguments": {"command": "ls"}}\n</tool_call>\n'
@@ -103,7 +112,7 @@ SHELL_LS = {"name": "shell", "arguments": {"command": "ls"}}
     (None, None),
 ])
 def test_content_tool_calls(content, expected):
-    assert content_tool_calls(content) == expected
+    assert content_tool_calls(content, {"shell", "read_file", "get_time"}) == expected
 
 
 def test_content_messages_render_tool_calls_and_results_as_text():
@@ -250,9 +259,15 @@ def test_refused_tools_fall_back_to_the_content_protocol_for_the_whole_conversat
     assert (mode, remembered) == ("content", "content")
 
 
-def test_hermes_tool_call_in_content_is_a_tool_call_in_native_mode(tmp_path):
-    hermes = '<tool_call>\n{"name": "shell", "arguments": {"command": "wc -l *.txt"}}\n</tool_call>'
-    scenario = {"refuse": "llama-cpp-python", "answers": {"tools": [{"raw": hermes}]}}
+BARE_SHELL_CALL = '```json\n{\n  "name": "shell",\n  "arguments": {"command": "wc -l *.txt"}\n}\n```'
+
+
+@pytest.mark.parametrize("refuse, content", [
+    ("llama-cpp-python", '<tool_call>\n{"name": "shell", "arguments": {"command": "wc -l *.txt"}}\n</tool_call>'),
+    (None, BARE_SHELL_CALL),  # llama-server --jinja takes tools and json_schema: no refusal, the call in content
+])
+def test_a_tool_call_written_into_content_is_a_tool_call_in_native_mode(tmp_path, refuse, content):
+    scenario = {"refuse": refuse, "answers": {"tools": [{"raw": content}]}}
     with ScriptedLLMServer(scenario) as srv:
         llm = _llm(srv, tmp_path)
         turn = _use(llm, lambda llm: llm.tool_turn("R3", [{"role": "user", "content": "count"}], [SHELL]))

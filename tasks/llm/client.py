@@ -212,7 +212,7 @@ class OpenAICompatLLM:
             calls = [c for c in message.tool_calls or [] if getattr(c, "function", None) is not None]
             if calls:
                 return _tool_call_turn(message.content, calls)
-            written = content_tool_calls(message.content)
+            written = content_tool_calls(message.content, _tool_names(tools))
             if written:  # the content protocol, or Hermes <tool_call> blocks the server left in content
                 return _written_call_turn(written)
             try:
@@ -348,6 +348,10 @@ def _tool_call_turn(content: str | None, calls: list[Any]) -> ToolTurn:
              "function": {"name": c.function.name, "arguments": c.function.arguments}} for c in calls]
     return ToolTurn(tool_calls=requests,
                     assistant_message={"role": "assistant", "content": content, "tool_calls": wire})
+
+
+def _tool_names(tools: list[dict]) -> frozenset[str]:
+    return frozenset(str(t.get("function", t).get("name")) for t in tools)
 
 
 def _written_call_turn(calls: list[dict]) -> ToolTurn:

@@ -68,10 +68,12 @@ def content_messages(messages: list[dict]) -> list[dict]:
     return out
 
 
-def content_tool_calls(content: str | None) -> list[dict] | None:
+def content_tool_calls(content: str | None, names: set[str] | frozenset[str] = frozenset()) -> list[dict] | None:
     """Tool calls written into content, as [{"name", "arguments"}]; None when it holds none.
 
-    Hermes ``<tool_call>`` blocks first (any mode), else one JSON object with a ``tool_calls`` list.
+    Hermes ``<tool_call>`` blocks first (any mode), else one JSON object with a ``tool_calls`` list,
+    else one bare ``{"name": …, "arguments": {…}}`` object naming one of the offered tools ``names``
+    (Qwen2.5-Coder-1.5B on ``llama-server --jinja`` answered a tool request with exactly that, fenced).
     """
     if not content:
         return None
@@ -83,6 +85,8 @@ def content_tool_calls(content: str | None) -> list[dict] | None:
     if isinstance(data, dict) and isinstance(data.get("tool_calls"), list):
         calls = [_call(item) for item in data["tool_calls"]]
         return [c for c in calls if c is not None] or None
+    if isinstance(data, dict) and data.get("name") in names and "arguments" in data:
+        return [c for c in [_call(data)] if c is not None] or None
     return None
 
 
