@@ -20,6 +20,7 @@ from rich.console import Console
 from artoo.cli_chat import chat as chat_command
 from artoo.cli_cluster import verify_homes
 from artoo.cli_cluster import worker as worker_command
+from artoo.cli_config import config as config_command
 from artoo.cli_eval import eval_app
 from artoo.cli_memory import dream as dream_command
 from artoo.cli_memory import memory_app
@@ -34,6 +35,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(policy_app, name="policy")
 app.add_typer(audit_app, name="audit")
 app.command("worker")(worker_command)
+app.command("config")(config_command)
 app.add_typer(eval_app, name="eval")
 
 err = Console(stderr=True)
@@ -63,23 +65,6 @@ def not_available(what: str, issue: str) -> None:
     """A command whose capability has not landed yet: say so and exit 2."""
     err.print(f"artoo {what}: not available yet (lands with the {issue} work).", highlight=False)
     raise typer.Exit(2)
-
-
-@app.command()
-def config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """Print the effective settings, secrets masked."""
-    from artoo.config.settings import load_settings
-
-    try:
-        data = load_settings().masked()
-    except ArtooError as exc:
-        fail(exc)
-    if as_json:
-        print(json.dumps(data, indent=2, default=str))
-        return
-    from rich.pretty import Pretty
-
-    Console().print(Pretty(data, expand_all=True))
 
 
 @app.command()

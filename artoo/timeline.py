@@ -59,7 +59,8 @@ def _llm(r: dict[str, Any], full: bool) -> list[str]:
     depth = INDENT * (2 if r.get("scope", {}).get("subtask") else 1)
     status = "ok" if r.get("ok") else f"FAILED: {r.get('error')}"
     head = (f"{depth}· {r.get('role')} {r.get('schema')} · {r.get('model')} · {r.get('prompt_tokens', 0)}+"
-            f"{r.get('completion_tokens', 0)} tokens · {r.get('latency_s', 0):.2f} s · {status}{_cuts(r)}")
+            f"{r.get('completion_tokens', 0)} tokens · {r.get('latency_s', 0):.2f} s · {status}{_cuts(r)}"
+            f"{_negotiated(r)}")
     repairs = [f"{depth}  repaired ({x.get('kind')}): {x.get('detail')}" for x in r.get("repairs") or []]
     if not full:
         return [head, *repairs]
@@ -80,6 +81,16 @@ def _cuts(r: dict[str, Any]) -> str:
     cuts = [f"{c.get('kind')} {c['dropped']} dropped" if "dropped" in c
             else f"{c.get('kind')} {c.get('blocks')} shortened" for c in budget.get("cuts") or []]
     return f" · prompt cut to fit {budget.get('context_tokens')} tokens: {', '.join(cuts)}" if cuts else ""
+
+
+def _negotiated(r: dict[str, Any]) -> str:
+    """The negotiated mode a call was sent in, when it is not the first choice, and a refusal that moved it."""
+    modes = r.get("negotiated") or {}
+    kind, first = ("tools", "native") if r.get("schema") == "tools" else ("structured", "json_schema")
+    shown = [f"{kind} mode {modes[kind]}"] if modes.get(kind) not in (None, first) else []
+    if r.get("refused"):
+        shown.append(f"{r['refused']} refused: the next request falls back")
+    return "".join(f" · {part}" for part in shown)
 
 
 def _content(message: dict[str, Any]) -> str:

@@ -28,6 +28,12 @@ TOOL = {"type": "function", "function": {"name": "shell", "description": "Run a 
     "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
 
 
+@pytest.fixture(autouse=True)
+def _own_home(tmp_path, monkeypatch):
+    """Each test its own ARTOO_HOME: negotiated formats are remembered there, never in the real home."""
+    monkeypatch.setenv("ARTOO_HOME", str(tmp_path / "artoo-home"))
+
+
 def _llm(srv: ScriptedLLMServer, max_retries: int = 0) -> OpenAICompatLLM:
     settings = load_settings(brain_base_url=srv.base_url, brain_model="brain-m", tool_base_url=srv.base_url,
                              tool_model="tool-m", openai_base_url=None, openai_model=None, llm_timeout_s=10)

@@ -13,7 +13,6 @@ from artoo.config.protocol import SCHEMAS, ExecutionAnswer
 from artoo.config.settings import load_settings
 from artoo.tasks.llm import OpenAICompatLLM, ScriptedLLM, ScriptExhausted, ToolTurn, cost_report
 from artoo.tasks.llm.parsing import (
-    is_format_rejection,
     parse_arguments,
     strict_schema,
     structured_request,
@@ -34,6 +33,12 @@ SAMPLES = {
 }
 TOOL = {"name": "shell", "description": "Run a command", "parameters": {
     "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
+
+
+@pytest.fixture(autouse=True)
+def _own_home(tmp_path, monkeypatch):
+    """Each test its own ARTOO_HOME: negotiated formats are remembered there, never in the real home."""
+    monkeypatch.setenv("ARTOO_HOME", str(tmp_path / "home"))
 
 
 def _settings(base_url: str, timeout: float = 10.0, **overrides):
@@ -266,22 +271,24 @@ def test_json_schema_rejection_falls_back_and_is_remembered_per_tier():
     assert [r.ok for r in llm.records] == [False, True, True]
 
 
-def test_fallback_reaches_plain_json_mode_and_gives_up_after_it():
+def test_fallback_reaches_text_mode_when_every_response_format_is_refused():
     answer = SAMPLES["Plan"][1]
-    rejections = [{"status": 400, "error": f"response_format {kind} is not supported"}
-                  for kind in ("json_schema", "schema")]
-    with ScriptedLLMServer({"answers": {"Plan": [*rejections, {"answer": answer}]}}) as srv:
+    refusals = [{"status": 400, "error": f"response_format {kind} is not supported"}
+                for kind in ("json_schema", "schema", "json_object")]
+    with ScriptedLLMServer({"answers": {"Plan": [*refusals, {"answer": answer}]}}) as srv:
         result, llm = _ask(srv, "R2", "Plan")
-        plain = srv.requests[2]["body"]
+        plain, text = srv.requests[2]["body"], srv.requests[3]["body"]
     assert result == SCHEMAS["Plan"].model_validate(answer)
     assert plain["response_format"] == {"type": "json_object"}
-    assert 'schema named "Plan"' in plain["messages"][0]["content"]
-    assert llm.format_mode("brain") == "json_object"
-    rejected_always = {"status": 422, "error": "response_format unsupported", "repeat": True}
-    with ScriptedLLMServer({"answers": {"Plan": [rejected_always]}}) as srv:
-        with pytest.raises(ConfigurationError, match="rejected every structured-output mode"):
+    assert "response_format" not in text
+    assert 'schema named "Plan"' in text["messages"][0]["content"]
+    assert llm.format_mode("brain") == "text"
+    refused_always = {"status": 422, "error": "response_format unsupported", "repeat": True}
+    with ScriptedLLMServer({"answers": {"Plan": [refused_always]}}) as srv:
+        with pytest.raises(RunFailure, match="HTTP 422"):  # text mode sends no format: nothing left to refuse
             _ask(srv, "R2", "Plan")
-        assert len(srv.requests) == 3
+        assert len(srv.requests) == 4
+        assert "response_format" not in srv.requests[3]["body"]
 
 
 @pytest.mark.parametrize("status, error", [(400, "maximum context length exceeded"), (422, "bad messages")])
@@ -318,17 +325,6 @@ def test_parse_arguments(raw, expected):
     assert parse_arguments(raw) == expected
 
 
-@pytest.mark.parametrize("status, message, expected", [
-    (400, "response_format type must be one of text or json_object", True),
-    (400, "Invalid schema for json_schema", True),
-    (422, "unsupported field: response_format", True),
-    (400, "maximum context length exceeded", False),
-    (500, "response_format crashed", False),
-])
-def test_is_format_rejection(status, message, expected):
-    assert is_format_rejection(status, message) is expected
-
-
 @pytest.mark.parametrize("messages, first", [
     ([{"role": "user", "content": "u"}], {"role": "system", "content": "NOTE"}),
     ([{"role": "system", "content": "S"}, {"role": "user", "content": "u"}],
@@ -342,11 +338,11 @@ def test_with_system_note(messages, first):
 
 @pytest.mark.parametrize("mode, fmt_type, noted", [
     ("json_schema", "json_schema", False), ("json_object_schema", "json_object", True),
-    ("json_object", "json_object", True),
+    ("json_object", "json_object", True), ("text", None, True),
 ])
 def test_structured_request_modes(mode, fmt_type, noted):
     request = structured_request(mode, "Plan", [{"role": "user", "content": "u"}])
-    assert request["response_format"]["type"] == fmt_type
+    assert request.get("response_format", {}).get("type") == fmt_type
     assert (request["messages"][0]["role"] == "system") is noted
     with pytest.raises(ValueError, match="unknown structured-output mode"):
         structured_request("xml", "Plan", [])

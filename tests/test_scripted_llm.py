@@ -197,3 +197,73 @@ def test_stop_frees_the_port_and_bad_body_is_a_400():
     assert bad.status_code == 400
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{srv.base_url}/models", timeout=2)
+
+
+_TOOLS = [{"type": "function", "function": {"name": "shell", "parameters": {}}}]
+_SCHEMA_FORMAT = {"type": "json_schema", "json_schema": {"name": "Plan", "schema": {}, "strict": True}}
+_OBJECT_FORMAT = {"type": "json_object", "schema": {"title": "Plan"}}
+
+
+@pytest.mark.parametrize("profile, extra, status, body", [
+    # llama-cpp-python 0.3.36: FastAPI's validation error wrapped by its RouteErrorHandler (HTTP 500), the body
+    # captured from that server on this machine (/work/models/refusal-llama-cpp-python-json_schema.json)
+    ("llama-cpp-python", {"response_format": _SCHEMA_FORMAT}, 500,
+     b'{"error":{"message":"1 validation error:\\n  {\'type\': \'literal_error\', \'loc\': (\'body\', '
+     b'\'response_format\', \'type\'), \'msg\': \\"Input should be \'text\' or \'json_object\'\\", \'input\': '
+     b'\'json_schema\', \'ctx\': {\'expected\': \\"\'text\' or \'json_object\'\\"}}\\n\\n  File \\"/work/models/'
+     b'lcp-venv/lib/python3.11/site-packages/llama_cpp/server/app.py\\", line 376, in create_chat_completion\\n'
+     b'    POST /v1/chat/completions","type":"internal_server_error","param":null,"code":null}}'),
+    ("llama-cpp-python", {"response_format": _OBJECT_FORMAT, "tools": _TOOLS}, 200, None),
+    # llama-server --no-jinja: runtime_error → 500 server_error, nlohmann's sorted keys
+    ("llama-server-no-jinja", {"tools": _TOOLS, "response_format": _SCHEMA_FORMAT}, 500,
+     b'{"error":{"code":500,"message":"tools param requires --jinja flag","type":"server_error"}}'),
+    ("llama-server-no-jinja", {"tool_choice": "required"}, 500,
+     b'{"error":{"code":500,"message":"tool_choice param requires --jinja flag","type":"server_error"}}'),
+    ("llama-server-no-jinja", {"response_format": {"type": "xml"}}, 400,
+     b'{"error":{"code":400,"message":"response_format type must be one of \\"text\\" or \\"json_object\\", '
+     b'but got: xml","type":"invalid_request_error"}}'),
+    ("llama-server-no-jinja", {"response_format": _SCHEMA_FORMAT}, 200, None),
+    # llama-server of 2024 (ggml-org/llama.cpp#9522)
+    ("llama-server-2024", {"response_format": _SCHEMA_FORMAT}, 500,
+     b'{"error":{"code":500,"message":"response_format type must be one of \\"text\\" or \\"json_object\\", '
+     b'but got: json_schema","type":"server_error"}}'),
+    ("llama-server-2024", {"response_format": _OBJECT_FORMAT}, 200, None),
+    # Ollama: the model's full name, Go's encoder (trailing newline)
+    ("ollama-no-tools", {"tools": _TOOLS}, 400,
+     b'{"error":{"message":"registry.ollama.ai/library/m:latest does not support tools",'
+     b'"type":"invalid_request_error","param":null,"code":null}}\n'),
+    ("ollama-no-tools", {"response_format": _SCHEMA_FORMAT}, 200, None),
+    # vLLM without a tool parser: a top-level error object
+    # OpenAI, a model without Structured Outputs: pretty-printed bodies
+    ("openai-without-structured-outputs", {"response_format": _OBJECT_FORMAT}, 400,
+     b'{\n  "error": {\n    "message": "Unknown parameter: \'response_format.schema\'.",\n    "type": '
+     b'"invalid_request_error",\n    "param": "response_format.schema",\n    "code": "unknown_parameter"\n  }\n}\n'),
+    ("openai-without-structured-outputs", {"response_format": {"type": "json_object"}, "tools": _TOOLS}, 200, None),
+    ("vllm-no-tool-parser", {"tools": _TOOLS}, 400,
+     b'{"object":"error","message":"\\"auto\\" tool choice requires --enable-auto-tool-choice and '
+     b'--tool-call-parser to be set","type":"BadRequestError","param":null,"code":400}'),
+])
+def test_refusal_profiles_answer_real_status_and_bytes(profile, extra, status, body):
+    scenario = {"refuse": profile, "answers": {"Plan": [{"answer": {"ok": 1}, "repeat": True}],
+                                               "tools": [{"answer": {"ok": 2}, "repeat": True}]}}
+    request = {"model": "m", "messages": [{"role": "system", "content": 'schema named "Plan"'},
+                                          {"role": "user", "content": "x"}], **extra}
+    with ScriptedLLMServer(scenario) as srv:
+        response = _chat(srv.base_url, request)
+    assert response.status_code == status
+    if body is None:
+        assert json.loads(response.json()["choices"][0]["message"]["content"])["ok"] in (1, 2)
+    else:
+        assert response.content == body
+        assert response.headers["content-type"] == "application/json"
+
+
+def test_tool_calls_answer_a_content_protocol_request_in_the_content():
+    scenario = {"answers": {"tools": [{"tool_calls": [{"name": "shell", "arguments": {"command": "ls"}}]}]}}
+    request = {"model": "m", "messages": [{"role": "system", "content": "You can call these tools (…)"},
+                                          {"role": "user", "content": "go"}]}
+    with ScriptedLLMServer(scenario) as srv:
+        message = _chat(srv.base_url, request).json()["choices"][0]["message"]
+        assert srv.requests[0]["schema"] == "tools"
+    assert "tool_calls" not in message
+    assert json.loads(message["content"]) == {"tool_calls": [{"name": "shell", "arguments": {"command": "ls"}}]}

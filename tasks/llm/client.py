@@ -40,7 +40,8 @@ from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolCallRequest, Tool
 from artoo.tasks.llm.budget import PromptTooLong, fit_request
 from artoo.tasks.llm.context import context_window
 from artoo.tasks.llm.early import EARLY, answer_of, request_key
-from artoo.tasks.llm.errors import Endpoint, FormatRejected, classify, is_retryable
+from artoo.tasks.llm.errors import Endpoint, FeatureRefused, classify, is_retryable
+from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
 from artoo.tasks.llm.parsing import (
     MODES,
     InvalidAnswer,
@@ -48,9 +49,15 @@ from artoo.tasks.llm.parsing import (
     parse_arguments,
     repair_messages,
     structured_request,
+    with_system_note,
 )
 from artoo.tasks.llm.progress import INFLIGHT
 from artoo.tasks.llm.repair import repair_answer
+from artoo.tasks.llm.tool_protocol import TOOL_MODES, content_messages, content_tool_calls, tools_note, wire_calls
+
+KINDS = {"structured": MODES, "tools": TOOL_MODES}
+"""What is negotiated per endpoint and model, and each kind's modes best first."""
+_FEATURE_KIND = {"response_format": "structured", "tools": "tools"}
 
 _EMPTY = SimpleNamespace(content=None, refusal=None, tool_calls=None)
 log = logging.getLogger("artoo.llm")
@@ -63,7 +70,10 @@ class OpenAICompatLLM:
         self.settings = settings
         self.max_retries = max_retries
         self.records: list[CallRecord] = []
-        self._modes: dict[str, int] = {}
+        self._negotiated: dict[tuple[str, str], dict[str, str]] = {}
+        """Per (base_url, model): the mode of each kind in use, loaded once from the store."""
+        self._confirmed: set[tuple[str, str, str]] = set()
+        self._store: NegotiationStore | None = None
         self._clients: dict[asyncio.AbstractEventLoop, dict[str, AsyncOpenAI]] = {}
         self._clients_lock = threading.Lock()
         self.observer: Callable[[dict], None] | None = None
@@ -84,8 +94,65 @@ class OpenAICompatLLM:
         return Endpoint(tier, resolved.base_url, resolved.model, key, resolved.timeout_s)
 
     def format_mode(self, tier: str) -> str:
-        """The structured-output mode this tier currently uses (after any fallback)."""
-        return MODES[self._modes.get(tier, 0)]
+        """The structured-output mode this tier's endpoint and model use (after any fallback)."""
+        return self._mode(self.endpoint(tier), "structured")
+
+    def tool_mode(self, tier: str) -> str:
+        """The tool-call mode this tier's endpoint and model use: native ``tools`` or the content protocol."""
+        return self._mode(self.endpoint(tier), "tools")
+
+    def _modes(self, ep: Endpoint) -> dict[str, str]:
+        """This endpoint and model's modes, read from the store the first time (unknown modes ignored)."""
+        key = (ep.base_url, ep.model)
+        with self._clients_lock:
+            if key not in self._negotiated:
+                stored = self._negotiation_store().get(*key)
+                self._negotiated[key] = {kind: stored[kind] for kind, modes in KINDS.items()
+                                         if stored.get(kind) in modes}
+                self._confirmed.update((*key, kind) for kind in self._negotiated[key])
+            return self._negotiated[key]
+
+    def _mode(self, ep: Endpoint, kind: str) -> str:
+        return self._modes(ep).get(kind, KINDS[kind][0])
+
+    def _negotiation_store(self) -> NegotiationStore:
+        """This home's store; one that remembers nothing when ARTOO_HOME is unusable (never fatal to a call)."""
+        if self._store is None:
+            try:
+                self._store = NegotiationStore(negotiated_path(self.settings.home_dir))
+            except ConfigurationError as exc:
+                logging.getLogger("artoo.llm").warning("negotiated formats are not remembered: %s", exc)
+                self._store = NegotiationStore(None)
+        return self._store
+
+    def _fall_back(self, ep: Endpoint, refused: FeatureRefused, sent_mode: str) -> None:
+        """Move this endpoint's kind past the refused mode, log it and remember it (never backwards)."""
+        kind = _FEATURE_KIND[refused.feature]
+        modes = KINDS[kind]
+        if modes.index(sent_mode) + 1 >= len(modes):
+            raise ConfigurationError(
+                f"the {ep.tier} tier endpoint {ep.base_url} (model {ep.model!r}) refused every {kind} mode "
+                f"({', '.join(modes)}); last answer: {refused}") from None
+        modes_now = self._modes(ep)
+        with self._clients_lock:
+            current = modes_now.get(kind, modes[0])
+            if modes.index(current) > modes.index(sent_mode):  # another request moved on already
+                return
+            modes_now[kind] = modes[modes.index(sent_mode) + 1]
+            self._confirmed.add((ep.base_url, ep.model, kind))
+        _log_negotiation(f"LLM endpoint {ep.base_url} model {ep.model!r}: {kind} mode {sent_mode} -> "
+                         f"{modes_now[kind]}, because it answered {refused}")
+        self._negotiation_store().remember(ep.base_url, ep.model, kind, modes_now[kind], str(refused))
+
+    def _confirm(self, ep: Endpoint, kind: str, mode: str) -> None:
+        """The first request of a kind a server accepted: log and remember the mode (once per process)."""
+        key = (ep.base_url, ep.model, kind)
+        with self._clients_lock:
+            if key in self._confirmed:
+                return
+            self._confirmed.add(key)
+        _log_negotiation(f"LLM endpoint {ep.base_url} model {ep.model!r}: {kind} mode {mode} accepted")
+        self._negotiation_store().remember(ep.base_url, ep.model, kind, mode, "accepted")
 
     def _client(self, ep: Endpoint) -> AsyncOpenAI:
         """This loop's client for a tier; clients of closed loops are dropped (their pools are dead)."""
@@ -137,9 +204,9 @@ class OpenAICompatLLM:
         except (ConfigurationError, ValueError):
             return False
         if schema == TOOLS_SCHEMA:
-            kwargs = _tool_request(messages, tools or [])
+            kwargs = tool_request(self._mode(ep, "tools"), messages, tools or [])
         else:
-            kwargs = structured_request(MODES[self._modes.get(ep.tier, 0)], schema, messages)
+            kwargs = structured_request(self._mode(ep, "structured"), schema, messages)
         kwargs = copy.deepcopy(kwargs)  # the caller's lists may grow (an executor appends each turn)
         try:
             kwargs, _ = self._fit(role, ep, kwargs)  # the role's own call sends exactly this, cut alike
@@ -154,13 +221,15 @@ class OpenAICompatLLM:
         ep = self.endpoint(tier_of(role))
         conversation = list(messages)
         for attempt in range(2):
-            response, record = await self._request(role, TOOLS_SCHEMA, ep, judged_later=True,
-                                                   **_tool_request(conversation, tools))
+            response, record = await self._ask_tools(role, ep, conversation, tools)
             message = _first_message(response)
             calls = [c for c in message.tool_calls or [] if getattr(c, "function", None) is not None]
             with self._judging(record):
                 if calls:
                     return _tool_call_turn(message.content, calls)
+                written = content_tool_calls(message.content, _tool_names(tools))
+                if written:  # the content protocol, or Hermes <tool_call> blocks the server left in content
+                    return _written_call_turn(written)
                 try:
                     final = self._repaired(record, message, ExecutionAnswer)
                 except InvalidAnswer as exc:
@@ -174,18 +243,32 @@ class OpenAICompatLLM:
 
     async def _ask_structured(self, role: str, schema: str, ep: Endpoint,
                               messages: list[dict]) -> tuple[Any, CallRecord]:
-        """One structured request, falling back along MODES when the endpoint rejects a format."""
+        """One structured request, falling back along MODES when the endpoint refuses a format."""
         while True:
-            mode = self._modes.get(ep.tier, 0)
+            mode = self._mode(ep, "structured")
             try:
-                request = structured_request(MODES[mode], schema, messages)
-                return await self._request(role, schema, ep, judged_later=True, **request)
-            except FormatRejected as exc:
-                if mode + 1 >= len(MODES):
-                    raise ConfigurationError(
-                        f"the {ep.tier} tier endpoint {ep.base_url} (model {ep.model!r}) rejected every "
-                        f"structured-output mode ({', '.join(MODES)}); last answer: {exc}") from None
-                self._modes[ep.tier] = max(self._modes.get(ep.tier, 0), mode + 1)
+                answer = await self._request(role, schema, ep, judged_later=True,
+                                             **structured_request(mode, schema, messages))
+            except FeatureRefused as exc:
+                self._fall_back(ep, exc, mode)
+                continue
+            self._confirm(ep, "structured", mode)
+            return answer
+
+    async def _ask_tools(self, role: str, ep: Endpoint, messages: list[dict],
+                         tools: list[dict]) -> tuple[Any, CallRecord]:
+        """One executor request, falling back to the content protocol when the endpoint refuses ``tools``."""
+        while True:
+            mode = self._mode(ep, "tools")
+            try:
+                answer = await self._request(role, TOOLS_SCHEMA, ep, judged_later=True,
+                                             **tool_request(mode, messages, tools))
+            except FeatureRefused as exc:
+                self._fall_back(ep, exc, mode)
+                continue
+            if tools:
+                self._confirm(ep, "tools", mode)
+            return answer
 
     def _fit(self, role: str, ep: Endpoint, request: dict) -> tuple[dict, dict]:
         """The request cut to the model's context window, and its budget record (artoo.tasks.llm.budget)."""
@@ -216,10 +299,12 @@ class OpenAICompatLLM:
                         model=ep.model, **kwargs))
                     latency = time.perf_counter() - started
             except openai.APIError as exc:
-                error = classify(exc, role, ep, sent_format="response_format" in kwargs)
+                error = classify(exc, role, ep, sent_format="response_format" in kwargs,
+                                 sent_tools=bool(kwargs.get("tools")))
                 self.records.append(CallRecord(role, ep.model, schema, 0, 0, time.perf_counter() - started,
                                                ok=False, error=str(error), budget=budget))
-                self._observe(self.records[-1], ep, kwargs, None)
+                self._observe(self.records[-1], ep, kwargs, None,
+                              refused=error.feature if isinstance(error, FeatureRefused) else None)
                 if is_retryable(error) and attempt < self.max_retries:
                     await asyncio.sleep(_backoff(exc, attempt))
                     continue
@@ -254,24 +339,40 @@ class OpenAICompatLLM:
                      "; ".join(f"{r.kind}: {r.detail}" for r in repaired.repairs))
         return repaired.answer
 
-    def _observe(self, record: CallRecord, ep: Endpoint, request: dict, response: Any) -> None:
-        """Hand the observer the whole exchange: the request as sent, the response as received, its repairs."""
+    def _observe(self, record: CallRecord, ep: Endpoint, request: dict, response: Any,
+                 refused: str | None = None) -> None:
+        """Hand the observer the whole exchange: the request as sent, the response as received, its repairs,
+        and the endpoint's negotiated modes (``refused``: the request feature a refusal named, which the next
+        request no longer sends)."""
         if self.observer is None:
             return
         try:
             answer = response.model_dump(mode="json", exclude_none=True) if hasattr(response, "model_dump") else None
+            negotiated = {kind: self._mode(ep, kind) for kind in KINDS}
             self.observer({"role": record.role, "model": record.model, "tier": ep.tier, "schema": record.schema,
                            "request": {"model": ep.model, **request}, "response": answer,
                            "prompt_tokens": record.prompt_tokens, "completion_tokens": record.completion_tokens,
                            "latency_s": round(record.latency_s, 4), "ok": record.ok, "error": record.error,
-                           "budget": record.budget, "repairs": [r._asdict() for r in record.repairs]})
+                           "budget": record.budget, "repairs": [r._asdict() for r in record.repairs],
+                           "negotiated": negotiated, **({"refused": refused} if refused else {})})
         except Exception:  # recording explains a run; it never fails one
             return
 
 
-def _tool_request(messages: list[dict], tools: list[dict]) -> dict[str, Any]:
-    """The request fields of one executor turn (the same whether sent early or by the turn itself)."""
-    return {"messages": messages, **({"tools": normalize_tools(tools)} if tools else {})}
+def tool_request(mode: str, messages: list[dict], tools: list[dict]) -> dict[str, Any]:
+    """The request fields of one executor turn in a tool mode (the same whether sent early or by the turn)."""
+    if not tools:
+        return {"messages": messages}
+    if mode == "native":
+        return {"messages": messages, "tools": normalize_tools(tools)}
+    if mode == "content":
+        return {"messages": with_system_note(content_messages(messages), tools_note(tools))}
+    raise ValueError(f"unknown tool mode {mode!r}; known: {', '.join(TOOL_MODES)}")
+
+
+def _log_negotiation(message: str) -> None:
+    """One INFO line on the ``artoo.llm`` logger (this layer stays free of Prefect; the decision log has it too)."""
+    logging.getLogger("artoo.llm").info(message)
 
 
 async def _tracked(role: str, ep: Endpoint, request: Awaitable[Any]) -> Any:
@@ -310,6 +411,18 @@ def _tool_call_turn(content: str | None, calls: list[Any]) -> ToolTurn:
              "function": {"name": c.function.name, "arguments": c.function.arguments}} for c in calls]
     return ToolTurn(tool_calls=requests,
                     assistant_message={"role": "assistant", "content": content, "tool_calls": wire})
+
+
+def _tool_names(tools: list[dict]) -> frozenset[str]:
+    return frozenset(str(t.get("function", t).get("name")) for t in tools)
+
+
+def _written_call_turn(calls: list[dict]) -> ToolTurn:
+    """A turn whose tool calls were written into the content: kept in the wire format like native ones."""
+    wire = wire_calls(calls)
+    requests = [ToolCallRequest(id=w["id"], name=c["name"], arguments=c["arguments"])
+                for w, c in zip(wire, calls, strict=True)]
+    return ToolTurn(tool_calls=requests, assistant_message={"role": "assistant", "content": None, "tool_calls": wire})
 
 
 def _output_error(role: str, schema: str, ep: Endpoint, message: Any, exc: InvalidAnswer) -> LLMOutputError:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import openai
 
 from artoo.config.errors import ConfigurationError, EnvironmentalFailure, RunFailure
-from artoo.tasks.llm.parsing import is_format_rejection
+from artoo.tasks.llm.refusals import Feature, refused_feature
 
 _ENVIRONMENTAL_STATUS = {408, 409, 425, 429}
 
@@ -32,16 +32,21 @@ class Endpoint:
         return f"{self.tier.upper()}_{field} / OPENAI_{field}"
 
 
-class FormatRejected(Exception):
-    """The endpoint does not support the response_format sent (internal: triggers fallback)."""
+class FeatureRefused(Exception):
+    """The endpoint refused a request feature it does not support (internal: triggers the next mode)."""
+
+    def __init__(self, feature: Feature, detail: str):
+        super().__init__(detail)
+        self.feature = feature
 
 
 def _detail(exc: openai.APIError, limit: int = 300) -> str:
     return " ".join(str(exc.message).split())[:limit]
 
 
-def classify(exc: openai.APIError, role: str, ep: Endpoint, sent_format: bool) -> Exception:
-    """The artoo error (or FormatRejected) that an openai APIError stands for."""
+def classify(exc: openai.APIError, role: str, ep: Endpoint, sent_format: bool,
+             sent_tools: bool = False) -> Exception:
+    """The artoo error (or FeatureRefused) that an openai APIError stands for."""
     where = f"{role} ({ep.tier} tier, model {ep.model!r} at {ep.base_url})"
     if isinstance(exc, openai.APITimeoutError):
         return EnvironmentalFailure(f"{where}: the request timed out after {ep.timeout_s:g}s")
@@ -60,8 +65,9 @@ def classify(exc: openai.APIError, role: str, ep: Endpoint, sent_format: bool) -
         return ConfigurationError(
             f"{where}: HTTP 404, the model is not served there or the URL is wrong; check "
             f"{ep.env('MODEL')} and {ep.env('BASE_URL')}: {_detail(exc)}")
-    if sent_format and is_format_rejection(status, str(exc.message)):
-        return FormatRejected(f"HTTP {status}: {_detail(exc)}")
+    feature = refused_feature(status, str(exc.message), sent_format, sent_tools)
+    if feature is not None:
+        return FeatureRefused(feature, f"HTTP {status}: {_detail(exc)}")
     if status in _ENVIRONMENTAL_STATUS or status >= 500:
         return EnvironmentalFailure(f"{where}: HTTP {status} from the endpoint: {_detail(exc)}")
     return RunFailure(f"{where}: the endpoint refused the request with HTTP {status}: {_detail(exc)}")

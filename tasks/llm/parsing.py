@@ -16,12 +16,14 @@ from pydantic import ValidationError
 from artoo.tasks.llm.base import answer_model
 from artoo.tasks.llm.strict import strict_json_schema
 
-MODES = ("json_schema", "json_object_schema", "json_object")
+MODES = ("json_schema", "json_object_schema", "json_object", "text")
 """Structured-output modes, best first: OpenAI strict json_schema; llama.cpp's json_object
 with a ``schema`` key (the schema's title set to the NAME); plain JSON mode with the schema
-described in a system message.  A tier falls back along this order when rejected."""
+described in a system message; no ``response_format`` at all (the schema described in the
+system message, the JSON read from the content).  An endpoint falls back along this order when
+it refuses a mode (artoo.tasks.llm.refusals), and the mode that worked is remembered
+(artoo.tasks.llm.negotiated)."""
 
-_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema")
 
 
 class InvalidAnswer(Exception):
@@ -63,13 +65,11 @@ def structured_request(mode: str, name: str, messages: list[dict]) -> dict:
                 "response_format": {"type": "json_object", "schema": {**strict_schema(name), "title": name}}}
     if mode == "json_object":
         return {"messages": noted, "response_format": {"type": "json_object"}}
+    if mode == "text":
+        return {"messages": noted}
     raise ValueError(f"unknown structured-output mode {mode!r}; known: {', '.join(MODES)}")
 
 
-def is_format_rejection(status: int, message: str) -> bool:
-    """Whether an HTTP error means the endpoint does not support the response_format sent."""
-    text = message.lower()
-    return status in (400, 422) and any(word in text for word in _FORMAT_WORDS)
 
 
 def describe_validation(exc: ValidationError, limit: int = 5) -> str:

@@ -6,13 +6,17 @@ of answers keyed by the schema NAME a request asks for.
 
 Routing (how a request finds its queue):
 
-* a request carrying ``tools`` goes to the ``"tools"`` queue (executor turns);
+* a request carrying ``tools``, or a system message of the JSON-in-content tool protocol (a server
+  without tools), goes to the ``"tools"`` queue (executor turns); there an entry's ``tool_calls``
+  are answered the way that protocol asks: as ``{"tool_calls": [...]}`` in the content;
 * ``response_format.type == "json_schema"`` → ``response_format.json_schema.name``;
 * ``response_format.type == "json_object"`` → the ``title`` of ``response_format.schema``
   when that title is a scenario key, else the NAME written in a system message as
   ``schema named "NAME"`` (the phrase artoo's LLM layer writes in JSON mode);
 * within the queue, the first entry whose ``match`` (if any) occurs in the concatenated
   message contents is used, and consumed unless ``repeat`` is set;
+* a scenario's ``refuse`` profile (``artoo.tasks.llm.server_refusals``) answers first, with the real
+  status and body of that server, every request shape that server refuses;
 * a programmable ``responder(name, body)`` (``artoo eval``'s simulated model) is asked first:
   its ScriptEntry (or dict) answers, None falls through to the queues.
 
@@ -42,11 +46,14 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from artoo.tasks.llm.server_refusals import PROFILES
+from artoo.tasks.llm.tool_protocol import TOOLS_NOTE_HEAD
 
 KEEP_ALIVE_S = 60
 """How long an idle client connection stays open (uvicorn's default is 5 s, exactly httpx's keep-alive expiry:
@@ -101,6 +108,16 @@ class Scenario(BaseModel):
     """Behave like llama-server started with ``-c n_ctx``: GET /props, and prompts over it refused."""
     max_model_len: int | None = None
     """Behave like vLLM about the window: /v1/models lists the model with this ``max_model_len``."""
+    refuse: str | None = None
+    """A real server's refusals (a name of ``server_refusals.PROFILES``): its status and body, byte for
+    byte, for every request shape it refuses; the rest is answered from the queues."""
+
+    @field_validator("refuse")
+    @classmethod
+    def _known_profile(cls, name: str | None) -> str | None:
+        if name is not None and name not in PROFILES:
+            raise ValueError(f"unknown refusal profile {name!r}; known: {', '.join(PROFILES)}")
+        return name
 
     @classmethod
     def load(cls, source: Scenario | dict | str | Path) -> Scenario:
@@ -128,13 +145,15 @@ def route_name(body: dict, known: set[str]) -> str | None:
     """The queue a request belongs to (see the module docstring), or None."""
     if body.get("tools"):
         return "tools"
+    system = message_text([m for m in body.get("messages", []) if m.get("role") == "system"])
+    if TOOLS_NOTE_HEAD in system:
+        return "tools"
     fmt = body.get("response_format") or {}
     if fmt.get("type") == "json_schema":
         return (fmt.get("json_schema") or {}).get("name")
     title = (fmt.get("schema") or {}).get("title") if isinstance(fmt.get("schema"), dict) else None
     if title in known:
         return title
-    system = message_text([m for m in body.get("messages", []) if m.get("role") == "system"])
     found = SCHEMA_NAMED.search(system)
     return found.group(1) if found else None
 
@@ -172,8 +191,11 @@ def props(n_ctx: int) -> dict:
 
 
 def _completion(body: dict, entry: ScriptEntry) -> dict:
-    tool_calls = _tool_calls(entry.tool_calls) if entry.tool_calls else None
-    if entry.raw is not None:
+    native = bool(body.get("tools"))
+    tool_calls = _tool_calls(entry.tool_calls) if entry.tool_calls and native else None
+    if entry.tool_calls and not native:  # the JSON-in-content protocol: the calls are the content
+        content = json.dumps({"tool_calls": entry.tool_calls})
+    elif entry.raw is not None:
         content = entry.raw
     elif entry.answer is not None:
         content = json.dumps(entry.answer)
@@ -271,8 +293,12 @@ class ScriptedLLMServer:
                               "received": received, "answered": time.time()})
         return response
 
-    def _answer(self, body: dict) -> tuple[str | None, ScriptEntry | None, JSONResponse]:
+    def _answer(self, body: dict) -> tuple[str | None, ScriptEntry | None, Response]:
         """The queue name, the entry used (None on a routing error) and the response."""
+        refusal = PROFILES[self.scenario.refuse](body) if self.scenario.refuse else None
+        if refusal is not None:
+            status, content = refusal
+            return "refused", None, Response(content, status_code=status, media_type="application/json")
         fmt = body.get("response_format") or {}
         if self.scenario.reject_json_schema and fmt.get("type") == "json_schema":
             return "json_schema", None, _error(400, "response_format type must be one of \"text\" or "
