@@ -150,6 +150,14 @@ class LLMParams(BaseModel):
     probe_timeout_s: float = Field(
         2.0, gt=0, description="Timeout of the one context-window question per endpoint and model (a failed "
         "probe falls back to default_context_tokens, never fails a run).")
+    temperature: float | None = Field(
+        None, ge=0, le=2, description="Sampling temperature sent with every request. Unset: the server's default "
+        "(llama.cpp and llama-cpp-python sample at 0.8, which makes a 1.5B model's JSON and commands erratic; the "
+        "local-model recipe sets 0.2). Some hosted reasoning models refuse any value: leave it unset for them.")
+    max_tokens: int | None = Field(
+        None, ge=16, description="Longest answer, in tokens, sent as max_tokens with every request. Unset: no "
+        "limit is sent (a local model then writes until its window is full when it loops; the local-model "
+        "recipe sets answer_tokens). Newer OpenAI models want max_completion_tokens: leave it unset for them.")
     brain_timeout_s: float | None = Field(
         None, gt=0, description="Seconds one brain-tier request (R1, R2, R4b, the Dreamer) may take. Unset: "
         f"llm_timeout_s when that is set, else {BRAIN_TIMEOUT_S:g}: a local CPU model (Qwen2.5-Coder-1.5B on "

@@ -35,7 +35,7 @@ from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
 from artoo.config.errors import ConfigurationError, LLMOutputError
 from artoo.config.protocol import Answer, ExecutionAnswer
-from artoo.config.settings import Settings
+from artoo.config.settings import LLMParams, Settings
 from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolCallRequest, ToolTurn, answer_model, tier_of
 from artoo.tasks.llm.budget import PromptTooLong, fit_request
 from artoo.tasks.llm.context import context_window
@@ -271,9 +271,12 @@ class OpenAICompatLLM:
             return answer
 
     def _fit(self, role: str, ep: Endpoint, request: dict) -> tuple[dict, dict]:
-        """The request cut to the model's context window, and its budget record (artoo.tasks.llm.budget)."""
+        """The request cut to the model's context window, and its budget record (artoo.tasks.llm.budget),
+        with the sampling settings the person chose (``llm.temperature``, ``llm.max_tokens``; sent only when
+        set, so a hosted model that refuses them is never sent them by default)."""
         window = context_window(self.settings.llm, ep.base_url, ep.model, ep.api_key)
-        return fit_request(role, window, self.settings.llm, request)
+        fitted, budget = fit_request(role, window, self.settings.llm, request)
+        return {**fitted, **sampling(self.settings.llm)}, budget
 
     async def _request(self, role: str, schema: str, ep: Endpoint, judged_later: bool = False,
                        **kwargs: Any) -> tuple[Any, CallRecord]:
@@ -368,6 +371,12 @@ def tool_request(mode: str, messages: list[dict], tools: list[dict]) -> dict[str
     if mode == "content":
         return {"messages": with_system_note(content_messages(messages), tools_note(tools))}
     raise ValueError(f"unknown tool mode {mode!r}; known: {', '.join(TOOL_MODES)}")
+
+
+def sampling(params: LLMParams) -> dict[str, Any]:
+    """The sampling fields every request carries: only those the person set (a server's default otherwise)."""
+    chosen = {"temperature": params.temperature, "max_tokens": params.max_tokens}
+    return {key: value for key, value in chosen.items() if value is not None}
 
 
 def _log_negotiation(message: str) -> None:
