@@ -92,7 +92,8 @@ def send_plan_early(rt: Runtime, spec: TaskSpec, round_no: int, directive: PlanD
     rt.prepared[round_no] = inputs
     block, shown_directive, shown_targets = _shown(rt, inputs, directive)
     rt.llm.send_early("R2", "Plan", planner.messages_for(spec, block, shown_directive, inputs.must_not_tools,
-                                                         shown_targets, prior_summary, None, evidence))
+                                                         shown_targets, prior_summary, None, evidence,
+                                                         str(rt.workspace)))
 
 
 @flow(name="round", validate_parameters=False, log_prints=False, persist_result=False)
@@ -200,7 +201,8 @@ async def _run_groups(runtime_id: str, rt: Runtime, round_no: int, groups: list[
         for st in group:
             index += 1
             st = st.model_copy(update={"context": plan_rules.group_context(st.context, outcomes)}) if outcomes else st
-            rt.llm.send_early("R3", TOOLS_SCHEMA, executor.messages_for(st, None), specs_for(set(blocked_tools)))
+            rt.llm.send_early("R3", TOOLS_SCHEMA, executor.messages_for(st, None, str(rt.workspace)),
+                              specs_for(set(blocked_tools)))
             named = run_named(subtask_flow, subtask_run_name(round_no, index, st.intent))
             runs.append(named(runtime_id, st, blocked_tools, blocked_targets, list(blocked_pairs)))
         outcomes.extend(await asyncio.gather(*runs))

@@ -59,7 +59,7 @@ async def plan_task(runtime_id: str, spec: TaskSpec, calibration_block: str, dir
     """R2: ask the planner for a plan under the MUST NOT set (suffix names a re-ask)."""
     rt = asking(runtime_id)
     answer = await planner.plan(rt.llm, spec, calibration_block, directive, must_not_tools, must_not_targets,
-                                prior_summary, problems, evidence)
+                                prior_summary, problems, evidence, str(rt.workspace))
     get_run_logger().info("plan: %d subtasks, %d task criteria", len(answer.subtasks), len(answer.task_criteria))
     return answer
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from artoo.config.contracts import CorrectionSignal, ExecutionResult, SubTask, ToolCall
-from artoo.tasks.roles.prompting import cap, fence_untrusted, numbered, system, user
+from artoo.tasks.roles.prompting import cap, fence_untrusted, numbered, system, user, working_folder
 
 CALL_OUTPUT_CHARS = 1500
 """Characters of each call's output kept in the structured record (the planner sees it on a replan)."""
@@ -49,9 +49,9 @@ def _correction_block(correction: CorrectionSignal) -> str:
     ])
 
 
-def messages_for(subtask: SubTask, correction: CorrectionSignal | None) -> list[dict]:
-    """R3's opening prompt: intent, context, criteria, and on retry the CorrectionSignal."""
-    parts = [f"Subtask intent: {subtask.intent}",
+def messages_for(subtask: SubTask, correction: CorrectionSignal | None, workspace: str = "") -> list[dict]:
+    """R3's opening prompt: intent, the working folder, context, criteria, and on retry the CorrectionSignal."""
+    parts = [f"Subtask intent: {subtask.intent}", *([working_folder(workspace)] if workspace else []),
              f"Context:\n{subtask.context.strip() or '(none)'}",
              f"Success criteria the result will be checked against:\n{numbered(subtask.success_criteria)}"]
     if correction is not None:
@@ -90,7 +90,7 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
     """One attempt at a subtask; LLM EnvironmentalFailure propagates to the fast loop."""
     if max_tool_calls < 1:
         raise ValueError(f"max_tool_calls must be at least 1, got {max_tool_calls}")
-    messages = messages_for(subtask, correction)
+    messages = messages_for(subtask, correction, str(getattr(toolbox, "workspace", "") or ""))
     evidence: list[str] = []
     calls: list[ToolCall] = []
     previous: str | None = None

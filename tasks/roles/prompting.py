@@ -68,6 +68,12 @@ def system(role_text: str, schema_name: str | None = None) -> dict:
     return {"role": "system", "content": "\n\n".join(parts)}
 
 
+def working_folder(workspace: str) -> str:
+    """The folder the shell starts in, as a prompt line: what "this folder" and relative paths mean."""
+    return (f"Working folder: {workspace} (the shell starts here; relative paths and \"this folder\" mean it; "
+            "new files are written here)")
+
+
 def user(content: str) -> dict:
     """A user message."""
     return {"role": "user", "content": content}
