@@ -742,6 +742,19 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "(no log)"
 
 
+def _wait_for_model(port: int, proc: subprocess.Popen | None, wait: float, label: str) -> str | None:
+    """The served model's id once /v1/models answers; None if ``proc`` exits or ``wait`` seconds pass."""
+    t0, beat = time.monotonic(), time.monotonic()
+    while (name := served_model(port)) is None:
+        if (proc is not None and proc.poll() is not None) or time.monotonic() - t0 > wait:
+            return None
+        if time.monotonic() - beat > 10:
+            beat = time.monotonic()
+            say(f"  waiting for {label} to answer /v1/models ({_elapsed(t0)})")
+        time.sleep(0.5)
+    return name
+
+
 def cmd_serve(cache: Cache, args: argparse.Namespace) -> None:
     port = args.port or DEFAULT_PORTS[args.server]
     header = verified_model(cache, reverify=args.reverify)
@@ -752,8 +765,10 @@ def cmd_serve(cache: Cache, args: argparse.Namespace) -> None:
     pidfile = cache.pidfile(args.server, port)
     if pidfile.exists():
         record = json.loads(pidfile.read_text())
-        if _alive(record) and (name := served_model(port)):
+        if _alive(record):
+            # already ours; a busy server (llama-cpp-python answers one request at a time) may take a while
             say(f"{args.server} already running on {base_url} (pid {record['pid']}, log {record['log']})")
+            name = _wait_for_model(port, None, args.wait, args.server) or record.get("model") or MODEL_ALIAS
             sys.stdout.write(exports_text(base_url, name))
             return
         pidfile.unlink()
@@ -782,19 +797,15 @@ def cmd_serve(cache: Cache, args: argparse.Namespace) -> None:
     record = {"server": args.server, "port": port, "pid": proc.pid, "cmd": cmd, "log": str(log),
               "base_url": base_url, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     pidfile.write_text(json.dumps(record, indent=1) + "\n")
-    t0, beat = time.monotonic(), time.monotonic()
-    while (name := served_model(port)) is None:
+    t0 = time.monotonic()
+    name = _wait_for_model(port, proc, args.wait, args.server)
+    if name is None:
         if proc.poll() is not None:
             pidfile.unlink(missing_ok=True)
             raise RecipeError(f"{args.server} exited with {proc.returncode} before it answered; {log} ends:\n"
                               + _tail(log))
-        if time.monotonic() - t0 > args.wait:
-            raise RecipeError(f"{args.server} (pid {proc.pid}) did not answer /v1/models within {args.wait}s; "
-                              f"it is still running: `stop --port {port}` ends it. Log: {log}")
-        if time.monotonic() - beat > 10:
-            beat = time.monotonic()
-            say(f"  waiting for {args.server} to load the model ({_elapsed(t0)})")
-        time.sleep(0.5)
+        raise RecipeError(f"{args.server} (pid {proc.pid}) did not answer /v1/models within {args.wait}s; "
+                          f"it is still running: `stop --port {port}` ends it. Log: {log}")
     ctx_note = ""
     if args.server == "llama-server":
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
@@ -814,7 +825,8 @@ def cmd_status(cache: Cache, args: argparse.Namespace) -> None:
     for _, record in records:
         alive = _alive(record)
         name = served_model(int(record["port"])) if alive else None
-        state = f"answering as {name!r}" if name else ("running, not answering yet" if alive else "gone")
+        state = (f"answering as {name!r}" if name else
+                 "running, /v1/models silent for 3 s (loading, or busy with a request)" if alive else "gone")
         say(f"{record['server']} on {record['base_url']}: pid {record['pid']} {state}; log {record['log']}")
 
 

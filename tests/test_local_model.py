@@ -304,10 +304,12 @@ def test_serve_refuses_a_missing_model_and_a_wrong_one_under_the_final_name(tmp_
 
 
 FAKE_SERVER = """\
-import http.server, json, sys
+import http.server, json, os, sys, time
 port = int(sys.argv[sys.argv.index("--port") + 1])
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        if os.path.exists(sys.argv[0] + ".busy"):  # one request at a time, and busy with another
+            time.sleep(5)
         body = json.dumps({"object": "list", "data": [{"id": "fake-model"}]}).encode()
         self.send_response(200 if self.path == "/v1/models" else 404)
         self.send_header("Content-Length", str(len(body)))
@@ -343,6 +345,10 @@ def test_serve_starts_verifies_and_prints_the_exports_then_stop_ends_it(tmp_path
         assert (tmp_path / (lm.MODEL_FILE + ".verified")).exists()
         assert lm.main(argv) == 0  # a second serve finds it running and prints the same lines
         assert capsys.readouterr().out == out.out
+        (tmp_path / "fake-llama-server.busy").touch()  # silent on /v1/models: still ours, still running
+        assert lm.main([*argv[:-1], "1"]) == 0
+        assert capsys.readouterr().out == out.out and lm._alive(record)
+        (tmp_path / "fake-llama-server.busy").unlink()
         assert lm.main(["--cache", str(tmp_path), "serve", "--port", str(port), "--ctx", "40000"]) == 1
         assert "beyond the model's context length 32768" in capsys.readouterr().err
     finally:
