@@ -18,12 +18,12 @@ from artoo.config.errors import EnvironmentalFailure
 from artoo.config.protocol import SCHEMAS, ExecutionAnswer
 from artoo.config.settings import load_settings
 from artoo.tasks.llm import TOOLS_SCHEMA, OpenAICompatLLM
-from artoo.tasks.llm.client import tool_request
 from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
 from artoo.tasks.llm.refusals import refused_feature
 from artoo.tasks.llm.scripted_server import Scenario, ScriptedLLMServer
 from artoo.tasks.llm.server_refusals import PROFILES
 from artoo.tasks.llm.tool_protocol import content_messages, content_tool_calls
+from artoo.tasks.llm.wire import tool_request
 from artoo.timeline import render
 from tests.conftest import run_cli
 

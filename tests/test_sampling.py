@@ -8,8 +8,8 @@ import pytest
 
 from artoo.config.settings import LLMParams, load_settings
 from artoo.tasks.llm import OpenAICompatLLM
-from artoo.tasks.llm.client import sampling
 from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.wire import sampling
 
 SPEC = {"task_id": "t", "intent": "count lines", "constraints": {"scope": ".", "deadline": None}}
 TOOL = {"name": "shell", "description": "Run a command", "parameters": {

@@ -26,17 +26,16 @@ import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import openai
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-from artoo.config.errors import ConfigurationError, LLMOutputError
+from artoo.config.errors import ConfigurationError
 from artoo.config.protocol import Answer, ExecutionAnswer
-from artoo.config.settings import LLMParams, Settings
-from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolCallRequest, ToolTurn, answer_model, tier_of
+from artoo.config.settings import Settings
+from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolTurn, answer_model, tier_of
 from artoo.tasks.llm.budget import PromptTooLong, fit_request
 from artoo.tasks.llm.context import context_window
 from artoo.tasks.llm.early import EARLY, answer_of, request_key
@@ -45,21 +44,27 @@ from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
 from artoo.tasks.llm.parsing import (
     MODES,
     InvalidAnswer,
-    normalize_tools,
-    parse_arguments,
     repair_messages,
     structured_request,
-    with_system_note,
 )
 from artoo.tasks.llm.progress import INFLIGHT
 from artoo.tasks.llm.repair import repair_answer
-from artoo.tasks.llm.tool_protocol import TOOL_MODES, content_messages, content_tool_calls, tools_note, wire_calls
+from artoo.tasks.llm.tool_protocol import TOOL_MODES, content_tool_calls
+from artoo.tasks.llm.wire import (
+    backoff,
+    first_message,
+    output_error,
+    sampling,
+    tool_call_turn,
+    tool_names,
+    tool_request,
+    written_call_turn,
+)
 
 KINDS = {"structured": MODES, "tools": TOOL_MODES}
 """What is negotiated per endpoint and model, and each kind's modes best first."""
 _FEATURE_KIND = {"response_format": "structured", "tools": "tools"}
 
-_EMPTY = SimpleNamespace(content=None, refusal=None, tool_calls=None)
 log = logging.getLogger("artoo.llm")
 
 
@@ -180,14 +185,14 @@ class OpenAICompatLLM:
         conversation = list(messages)
         for attempt in range(2):
             response, record = await self._ask_structured(role, schema, ep, conversation)
-            message = _first_message(response)
+            message = first_message(response)
             with self._judging(record):
                 try:
                     return self._repaired(record, message, model)
                 except InvalidAnswer as exc:
                     record.ok, record.error = False, f"invalid answer: {exc}"
                     if attempt:
-                        raise _output_error(role, schema, ep, message, exc) from None
+                        raise output_error(role, schema, ep, message, exc) from None
                     conversation = repair_messages(messages, schema, message.content, str(exc))
         raise AssertionError("unreachable")
 
@@ -222,20 +227,20 @@ class OpenAICompatLLM:
         conversation = list(messages)
         for attempt in range(2):
             response, record = await self._ask_tools(role, ep, conversation, tools)
-            message = _first_message(response)
+            message = first_message(response)
             calls = [c for c in message.tool_calls or [] if getattr(c, "function", None) is not None]
             with self._judging(record):
                 if calls:
-                    return _tool_call_turn(message.content, calls)
-                written = content_tool_calls(message.content, _tool_names(tools))
+                    return tool_call_turn(message.content, calls)
+                written = content_tool_calls(message.content, tool_names(tools))
                 if written:  # the content protocol, or Hermes <tool_call> blocks the server left in content
-                    return _written_call_turn(written)
+                    return written_call_turn(written)
                 try:
                     final = self._repaired(record, message, ExecutionAnswer)
                 except InvalidAnswer as exc:
                     record.ok, record.error = False, f"invalid answer: {exc}"
                     if attempt:
-                        raise _output_error(role, "ExecutionResult", ep, message, exc) from None
+                        raise output_error(role, "ExecutionResult", ep, message, exc) from None
                     conversation = repair_messages(messages, "ExecutionResult", message.content, str(exc))
                     continue
             return ToolTurn(final=final, assistant_message={"role": "assistant", "content": message.content})
@@ -309,7 +314,7 @@ class OpenAICompatLLM:
                 self._observe(self.records[-1], ep, kwargs, None,
                               refused=error.feature if isinstance(error, FeatureRefused) else None)
                 if is_retryable(error) and attempt < self.max_retries:
-                    await asyncio.sleep(_backoff(exc, attempt))
+                    await asyncio.sleep(backoff(exc, attempt))
                     continue
                 raise error from exc
             usage = getattr(response, "usage", None)
@@ -362,23 +367,6 @@ class OpenAICompatLLM:
             return
 
 
-def tool_request(mode: str, messages: list[dict], tools: list[dict]) -> dict[str, Any]:
-    """The request fields of one executor turn in a tool mode (the same whether sent early or by the turn)."""
-    if not tools:
-        return {"messages": messages}
-    if mode == "native":
-        return {"messages": messages, "tools": normalize_tools(tools)}
-    if mode == "content":
-        return {"messages": with_system_note(content_messages(messages), tools_note(tools))}
-    raise ValueError(f"unknown tool mode {mode!r}; known: {', '.join(TOOL_MODES)}")
-
-
-def sampling(params: LLMParams) -> dict[str, Any]:
-    """The sampling fields every request carries: only those the person set (a server's default otherwise)."""
-    chosen = {"temperature": params.temperature, "max_tokens": params.max_tokens}
-    return {key: value for key, value in chosen.items() if value is not None}
-
-
 def _log_negotiation(message: str) -> None:
     """One INFO line on the ``artoo.llm`` logger (this layer stays free of Prefect; the decision log has it too)."""
     logging.getLogger("artoo.llm").info(message)
@@ -408,44 +396,3 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def _first_message(response: Any) -> Any:
-    choices = getattr(response, "choices", None) or []
-    return choices[0].message if choices and choices[0].message is not None else _EMPTY
-
-
-def _tool_call_turn(content: str | None, calls: list[Any]) -> ToolTurn:
-    requests = [ToolCallRequest(id=c.id, name=c.function.name,
-                                arguments=parse_arguments(c.function.arguments)) for c in calls]
-    wire = [{"id": c.id, "type": "function",
-             "function": {"name": c.function.name, "arguments": c.function.arguments}} for c in calls]
-    return ToolTurn(tool_calls=requests,
-                    assistant_message={"role": "assistant", "content": content, "tool_calls": wire})
-
-
-def _tool_names(tools: list[dict]) -> frozenset[str]:
-    return frozenset(str(t.get("function", t).get("name")) for t in tools)
-
-
-def _written_call_turn(calls: list[dict]) -> ToolTurn:
-    """A turn whose tool calls were written into the content: kept in the wire format like native ones."""
-    wire = wire_calls(calls)
-    requests = [ToolCallRequest(id=w["id"], name=c["name"], arguments=c["arguments"])
-                for w, c in zip(wire, calls, strict=True)]
-    return ToolTurn(tool_calls=requests, assistant_message={"role": "assistant", "content": None, "tool_calls": wire})
-
-
-def _output_error(role: str, schema: str, ep: Endpoint, message: Any, exc: InvalidAnswer) -> LLMOutputError:
-    began = (message.content or message.refusal or "")[:200]
-    return LLMOutputError(f"{role} gave an invalid {schema} answer twice (model {ep.model!r}, "
-                          f"{ep.tier} tier): {exc}; the answer began: {began!r}")
-
-
-def _backoff(exc: openai.APIError, attempt: int) -> float:
-    """Seconds to wait before retrying: the server's retry-after when given, else exponential."""
-    response = getattr(exc, "response", None)
-    header = response.headers.get("retry-after") if response is not None else None
-    try:
-        wait = float(header) if header else 0.25 * 2**attempt
-    except ValueError:
-        wait = 0.25 * 2**attempt
-    return min(max(wait, 0.0), 5.0)
