@@ -27,9 +27,12 @@ Tool priority chain (use the highest applicable tool):
 4. shell — bash for counting, aggregation, or operations the tools above do not cover.
 5. search — web search.
 Rules:
+- Your first answer is a tool call: you know nothing about the files or the machine until a tool's output
+  tells you, and a result without a tool call is rejected.
 - Never pretend a tool ran or invent its output; the recorded tool calls are the evidence of your work.
 - Do not repeat a call that already answered; two identical calls in a row end the attempt.
-- When done, call no more tools and answer with only a JSON object:
+- When the tool output shows the subtask is done (or that it cannot be done), call no more tools and
+  answer with only a JSON object:
   {"status": "completed" | "uncertain" | "failed", "output": "<the result itself: the data, paths, counts>"}
   completed: the subtask is done; uncertain: you are not sure it is; failed: it could not be done.
   Put the concrete result in output, not a description of it."""
