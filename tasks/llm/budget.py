@@ -233,10 +233,15 @@ def fit_request(role: str, window: ContextWindow, params: LLMParams, request: di
     fitted = fit_messages(request["messages"], extra, window.tokens - params.answer_tokens, params.chars_per_token)
     record = {"context_tokens": window.tokens, "source": window.source, "answer_tokens": params.answer_tokens,
               "prompt_tokens_estimated": fitted.prompt_tokens_estimated, "cuts": fitted.cuts}
-    if not fitted.fits:
+    if not fitted.fits and window.known:
         refused = PromptTooLong(too_long(role, window, params, fitted.prompt_tokens_estimated, fitted.cuts))
         refused.budget = record
         raise refused
+    if not fitted.fits:  # an assumed window: the real one may be larger (a hosted model), so send and let it say
+        record["unfit_assumed_window"] = True
+        LOG.warning("%s prompt of about %d tokens exceeds the assumed %d-token window (%s); sent anyway: set "
+                    "llm.context_tokens if the model's window is smaller", role, fitted.prompt_tokens_estimated,
+                    window.tokens, window.source)
     if fitted.cuts:
         LOG.info("%s prompt cut to fit the %d-token window (%s): %s; about %d tokens now", role, window.tokens,
                  window.source, describe_cuts(fitted.cuts), fitted.prompt_tokens_estimated)

@@ -35,6 +35,8 @@ class ContextWindow:
 
     tokens: int
     source: str
+    known: bool = True
+    """False for the assumed default: the server did not say and no setting does, so the real window may be larger."""
 
 
 def server_root(base_url: str) -> str:
@@ -116,4 +118,4 @@ def context_window(params: LLMParams, base_url: str, model: str, api_key: str) -
     if found is not None:
         return found
     return ContextWindow(params.default_context_tokens,
-                         "default llm.default_context_tokens (the server did not say)")
+                         "default llm.default_context_tokens (the server did not say)", known=False)
