@@ -57,7 +57,9 @@ def offered_tools(server) -> list[list[str]]:
 
 
 def planner_prompt(server, n: int = 0) -> str:
-    return str([r for r in server.requests if r["schema"] == "Plan"][n]["body"]["messages"])
+    """The planner's messages as the model reads them (str() of the list would escape quotes by content)."""
+    messages = [r for r in server.requests if r["schema"] == "Plan"][n]["body"]["messages"]
+    return "\n".join(str(m.get("content") or "") for m in messages)
 
 
 def test_negative_shell_memory_on_other_paths_does_not_take_shell_away(scripted, artoo_env: Path):
