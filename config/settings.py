@@ -158,6 +158,11 @@ class LLMParams(BaseModel):
         None, ge=16, description="Longest answer, in tokens, sent as max_tokens with every request. Unset: no "
         "limit is sent (a local model then writes until its window is full when it loops; the local-model "
         "recipe sets answer_tokens). Newer OpenAI models want max_completion_tokens: leave it unset for them.")
+    silent_tool_answers: int = Field(
+        3, ge=0, description="Executor attempts in a row whose first answer is a final one, no native tool called, "
+        "before the endpoint and model move to the JSON-in-content tool protocol (remembered in "
+        "$ARTOO_HOME/llm/negotiated.json like a refusal). Qwen2.5-Coder-1.5B on llama-server never called native "
+        "tools and did call them in the content protocol. 0: the mode moves only on a refusal.")
     brain_timeout_s: float | None = Field(
         None, gt=0, description="Seconds one brain-tier request (R1, R2, R4b, the Dreamer) may take. Unset: "
         f"llm_timeout_s when that is set, else {BRAIN_TIMEOUT_S:g}: a local CPU model (Qwen2.5-Coder-1.5B on "

@@ -22,7 +22,7 @@ from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
 from artoo.tasks.llm.refusals import refused_feature
 from artoo.tasks.llm.scripted_server import Scenario, ScriptedLLMServer
 from artoo.tasks.llm.server_refusals import PROFILES
-from artoo.tasks.llm.tool_protocol import content_messages, content_tool_calls
+from artoo.tasks.llm.tool_protocol import NEXT_STEP, content_messages, content_tool_calls
 from artoo.tasks.llm.wire import tool_request
 from artoo.timeline import render
 from tests.conftest import run_cli
@@ -123,7 +123,7 @@ def test_content_messages_render_tool_calls_and_results_as_text():
     assert content_messages(wire) == [
         {"role": "system", "content": "S"}, {"role": "user", "content": "count"},
         {"role": "assistant", "content": json.dumps({"tool_calls": [SHELL_LS]})},
-        {"role": "user", "content": "Result of the shell call (call_1):\na.txt"}]
+        {"role": "user", "content": f"Result of the shell call (call_1):\na.txt\n\n{NEXT_STEP}"}]
 
 
 @pytest.mark.parametrize("mode, has_tools, first_system", [("native", True, "S"), ("content", False, None)])

@@ -41,15 +41,15 @@ from artoo.tasks.llm.context import context_window
 from artoo.tasks.llm.early import EARLY, answer_of, request_key
 from artoo.tasks.llm.errors import Endpoint, FeatureRefused, classify, is_retryable
 from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
+from artoo.tasks.llm.negotiator import KINDS, Negotiator
 from artoo.tasks.llm.parsing import (
-    MODES,
     InvalidAnswer,
     repair_messages,
     structured_request,
 )
 from artoo.tasks.llm.progress import INFLIGHT
 from artoo.tasks.llm.repair import repair_answer
-from artoo.tasks.llm.tool_protocol import TOOL_MODES, content_tool_calls
+from artoo.tasks.llm.tool_protocol import content_tool_calls
 from artoo.tasks.llm.wire import (
     backoff,
     first_message,
@@ -61,10 +61,6 @@ from artoo.tasks.llm.wire import (
     written_call_turn,
 )
 
-KINDS = {"structured": MODES, "tools": TOOL_MODES}
-"""What is negotiated per endpoint and model, and each kind's modes best first."""
-_FEATURE_KIND = {"response_format": "structured", "tools": "tools"}
-
 log = logging.getLogger("artoo.llm")
 
 
@@ -75,10 +71,8 @@ class OpenAICompatLLM:
         self.settings = settings
         self.max_retries = max_retries
         self.records: list[CallRecord] = []
-        self._negotiated: dict[tuple[str, str], dict[str, str]] = {}
-        """Per (base_url, model): the mode of each kind in use, loaded once from the store."""
-        self._confirmed: set[tuple[str, str, str]] = set()
-        self._store: NegotiationStore | None = None
+        self.negotiator = Negotiator(self._negotiation_store, settings.llm.silent_tool_answers)
+        """The request forms each endpoint and model takes (artoo.tasks.llm.negotiator)."""
         self._clients: dict[asyncio.AbstractEventLoop, dict[str, AsyncOpenAI]] = {}
         self._clients_lock = threading.Lock()
         self.observer: Callable[[dict], None] | None = None
@@ -100,64 +94,19 @@ class OpenAICompatLLM:
 
     def format_mode(self, tier: str) -> str:
         """The structured-output mode this tier's endpoint and model use (after any fallback)."""
-        return self._mode(self.endpoint(tier), "structured")
+        return self.negotiator.mode(self.endpoint(tier), "structured")
 
     def tool_mode(self, tier: str) -> str:
         """The tool-call mode this tier's endpoint and model use: native ``tools`` or the content protocol."""
-        return self._mode(self.endpoint(tier), "tools")
-
-    def _modes(self, ep: Endpoint) -> dict[str, str]:
-        """This endpoint and model's modes, read from the store the first time (unknown modes ignored)."""
-        key = (ep.base_url, ep.model)
-        with self._clients_lock:
-            if key not in self._negotiated:
-                stored = self._negotiation_store().get(*key)
-                self._negotiated[key] = {kind: stored[kind] for kind, modes in KINDS.items()
-                                         if stored.get(kind) in modes}
-                self._confirmed.update((*key, kind) for kind in self._negotiated[key])
-            return self._negotiated[key]
-
-    def _mode(self, ep: Endpoint, kind: str) -> str:
-        return self._modes(ep).get(kind, KINDS[kind][0])
+        return self.negotiator.mode(self.endpoint(tier), "tools")
 
     def _negotiation_store(self) -> NegotiationStore:
         """This home's store; one that remembers nothing when ARTOO_HOME is unusable (never fatal to a call)."""
-        if self._store is None:
-            try:
-                self._store = NegotiationStore(negotiated_path(self.settings.home_dir))
-            except ConfigurationError as exc:
-                logging.getLogger("artoo.llm").warning("negotiated formats are not remembered: %s", exc)
-                self._store = NegotiationStore(None)
-        return self._store
-
-    def _fall_back(self, ep: Endpoint, refused: FeatureRefused, sent_mode: str) -> None:
-        """Move this endpoint's kind past the refused mode, log it and remember it (never backwards)."""
-        kind = _FEATURE_KIND[refused.feature]
-        modes = KINDS[kind]
-        if modes.index(sent_mode) + 1 >= len(modes):
-            raise ConfigurationError(
-                f"the {ep.tier} tier endpoint {ep.base_url} (model {ep.model!r}) refused every {kind} mode "
-                f"({', '.join(modes)}); last answer: {refused}") from None
-        modes_now = self._modes(ep)
-        with self._clients_lock:
-            current = modes_now.get(kind, modes[0])
-            if modes.index(current) > modes.index(sent_mode):  # another request moved on already
-                return
-            modes_now[kind] = modes[modes.index(sent_mode) + 1]
-            self._confirmed.add((ep.base_url, ep.model, kind))
-        _log_negotiation(f"LLM endpoint {ep.base_url} model {ep.model!r}: {kind} mode {sent_mode} -> "
-                         f"{modes_now[kind]}, because it answered {refused}")
-        self._negotiation_store().remember(ep.base_url, ep.model, kind, modes_now[kind], str(refused))
-
-    def _confirm(self, ep: Endpoint, kind: str, mode: str) -> None:
-        """The first request of a kind a server accepted: log and remember the mode (once per process)."""
-        key = (ep.base_url, ep.model, kind)
-        with self._clients_lock:
-            if key in self._confirmed:
-                return
-            self._confirmed.add(key)
-        _log_negotiation(f"LLM endpoint {ep.base_url} model {ep.model!r}: {kind} mode {mode} accepted")
-        self._negotiation_store().remember(ep.base_url, ep.model, kind, mode, "accepted")
+        try:
+            return NegotiationStore(negotiated_path(self.settings.home_dir))
+        except ConfigurationError as exc:
+            log.warning("negotiated formats are not remembered: %s", exc)
+            return NegotiationStore(None)
 
     def _client(self, ep: Endpoint) -> AsyncOpenAI:
         """This loop's client for a tier; clients of closed loops are dropped (their pools are dead)."""
@@ -209,9 +158,9 @@ class OpenAICompatLLM:
         except (ConfigurationError, ValueError):
             return False
         if schema == TOOLS_SCHEMA:
-            kwargs = tool_request(self._mode(ep, "tools"), messages, tools or [])
+            kwargs = tool_request(self.negotiator.mode(ep, "tools"), messages, tools or [])
         else:
-            kwargs = structured_request(self._mode(ep, "structured"), schema, messages)
+            kwargs = structured_request(self.negotiator.mode(ep, "structured"), schema, messages)
         kwargs = copy.deepcopy(kwargs)  # the caller's lists may grow (an executor appends each turn)
         try:
             kwargs, _ = self._fit(role, ep, kwargs)  # the role's own call sends exactly this, cut alike
@@ -230,11 +179,11 @@ class OpenAICompatLLM:
             message = first_message(response)
             calls = [c for c in message.tool_calls or [] if getattr(c, "function", None) is not None]
             with self._judging(record):
-                if calls:
-                    return tool_call_turn(message.content, calls)
-                written = content_tool_calls(message.content, tool_names(tools))
-                if written:  # the content protocol, or Hermes <tool_call> blocks the server left in content
-                    return written_call_turn(written)
+                written = None if calls else content_tool_calls(message.content, tool_names(tools))
+                if calls or written:  # written: the content protocol, or Hermes <tool_call> blocks left in content
+                    if tools:
+                        self.negotiator.tool_answer(ep, messages, called=True)
+                    return tool_call_turn(message.content, calls) if calls else written_call_turn(written)
                 try:
                     final = self._repaired(record, message, ExecutionAnswer)
                 except InvalidAnswer as exc:
@@ -243,36 +192,38 @@ class OpenAICompatLLM:
                         raise output_error(role, "ExecutionResult", ep, message, exc) from None
                     conversation = repair_messages(messages, "ExecutionResult", message.content, str(exc))
                     continue
+            if tools:  # a model that accepts native tools but answers without them moves to content (behaviour.py)
+                self.negotiator.tool_answer(ep, messages, called=False)
             return ToolTurn(final=final, assistant_message={"role": "assistant", "content": message.content})
         raise AssertionError("unreachable")
 
     async def _ask_structured(self, role: str, schema: str, ep: Endpoint,
                               messages: list[dict]) -> tuple[Any, CallRecord]:
-        """One structured request, falling back along MODES when the endpoint refuses a format."""
+        """One structured request, falling back along the structured modes when the endpoint refuses a format."""
         while True:
-            mode = self._mode(ep, "structured")
+            mode = self.negotiator.mode(ep, "structured")
             try:
                 answer = await self._request(role, schema, ep, judged_later=True,
                                              **structured_request(mode, schema, messages))
             except FeatureRefused as exc:
-                self._fall_back(ep, exc, mode)
+                self.negotiator.fall_back(ep, exc, mode)
                 continue
-            self._confirm(ep, "structured", mode)
+            self.negotiator.confirm(ep, "structured", mode)
             return answer
 
     async def _ask_tools(self, role: str, ep: Endpoint, messages: list[dict],
                          tools: list[dict]) -> tuple[Any, CallRecord]:
         """One executor request, falling back to the content protocol when the endpoint refuses ``tools``."""
         while True:
-            mode = self._mode(ep, "tools")
+            mode = self.negotiator.mode(ep, "tools")
             try:
                 answer = await self._request(role, TOOLS_SCHEMA, ep, judged_later=True,
                                              **tool_request(mode, messages, tools))
             except FeatureRefused as exc:
-                self._fall_back(ep, exc, mode)
+                self.negotiator.fall_back(ep, exc, mode)
                 continue
             if tools:
-                self._confirm(ep, "tools", mode)
+                self.negotiator.confirm(ep, "tools", mode)
             return answer
 
     def _fit(self, role: str, ep: Endpoint, request: dict) -> tuple[dict, dict]:
@@ -356,7 +307,7 @@ class OpenAICompatLLM:
             return
         try:
             answer = response.model_dump(mode="json", exclude_none=True) if hasattr(response, "model_dump") else None
-            negotiated = {kind: self._mode(ep, kind) for kind in KINDS}
+            negotiated = {kind: self.negotiator.mode(ep, kind) for kind in KINDS}
             self.observer({"role": record.role, "model": record.model, "tier": ep.tier, "schema": record.schema,
                            "request": {"model": ep.model, **request}, "response": answer,
                            "prompt_tokens": record.prompt_tokens, "completion_tokens": record.completion_tokens,
@@ -365,11 +316,6 @@ class OpenAICompatLLM:
                            "negotiated": negotiated, **({"refused": refused} if refused else {})})
         except Exception:  # recording explains a run; it never fails one
             return
-
-
-def _log_negotiation(message: str) -> None:
-    """One INFO line on the ``artoo.llm`` logger (this layer stays free of Prefect; the decision log has it too)."""
-    logging.getLogger("artoo.llm").info(message)
 
 
 async def _tracked(role: str, ep: Endpoint, request: Awaitable[Any]) -> Any:

@@ -32,6 +32,10 @@ TOOL_MODES = ("native", "content")
 
 TOOLS_NOTE_HEAD = "You can call these tools"
 """How the content protocol's system note begins (the scripted server routes such a request as a tool turn)."""
+NEXT_STEP = ("Next: answer with only one JSON object: the next tool_calls (a different call), or the final "
+             "ExecutionResult object once the results above show the subtask is done or cannot be done.")
+"""Closes the last tool result of a content-protocol request.  Why: Qwen2.5-Coder-1.5B, handed glob's output
+as a bare user message, asked for the same glob again on both attempts (one identical call ends an attempt)."""
 _HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
 
 
@@ -66,6 +70,8 @@ def content_messages(messages: list[dict]) -> list[dict]:
             out.append({"role": "user", "content": f"Result of the {name} call ({call_id}):\n{message.get('content')}"})
         else:
             out.append(message)
+    if messages and messages[-1].get("role") == "tool":
+        out[-1] = {**out[-1], "content": f"{out[-1]['content']}\n\n{NEXT_STEP}"}
     return out
 
 
