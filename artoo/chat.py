@@ -44,8 +44,10 @@ class Chat:
     """One REPL session: reads lines, runs requests, answers slash commands."""
 
     def __init__(self, settings: Settings, workspace: Path | None = None, verbose: bool = False,
-                 console: Console | None = None) -> None:
+                 console: Console | None = None, no_endpoint: str | None = None) -> None:
         self.settings = settings
+        self.no_endpoint = no_endpoint
+        """Why requests cannot run (no LLM endpoint configured); None when they can."""
         self.workspace = workspace
         self.verbose = verbose
         self.console = console or Console(highlight=False)
@@ -58,6 +60,9 @@ class Chat:
         """Read and handle lines until /exit or end of input; the exit code of the REPL."""
         read = _reader(self.settings.home_dir / HISTORY_FILE)
         self.console.print("artoo chat — type a request, or /help. Ctrl-D or /exit leaves.", markup=False)
+        if self.no_endpoint:
+            self.console.print(f"[yellow]requests need an LLM endpoint[/] ({self.no_endpoint}); "
+                               "/audit, /memory, /log and /replay work without one")
         while True:
             try:
                 line = read(PROMPT)
@@ -98,6 +103,9 @@ class Chat:
 
     def request(self, text: str) -> None:
         """Run one request with live progress; Ctrl-C cancels it and comes back to the prompt."""
+        if self.no_endpoint:
+            self.console.print(f"[bold red]artoo:[/] not run: {self.no_endpoint}")
+            return
         from artoo.config.contracts import FinalResult
         from artoo.runner import execute_flow, report
 

@@ -1,7 +1,8 @@
 """``artoo chat``: the REPL command (artoo.chat holds the session; this is only its entry point).
 
-It needs an LLM endpoint like ``artoo run``; the slash commands work without one, but a REPL
-whose every request would fail is refused up front with the same message ``artoo run`` gives.
+Requests need an LLM endpoint like ``artoo run``; the slash commands (/audit, /memory, /log,
+/replay) need none.  So without one the REPL still starts: it says, once, what to set, and a request
+typed anyway gets that message instead of a run.  A broken settings file still refuses to start.
 """
 
 from __future__ import annotations
@@ -26,13 +27,17 @@ def chat(
 
     try:
         settings = load_settings()
-        settings.require_tiers()
     except ArtooError as exc:
         err.print(f"[bold red]artoo:[/] {exc}")
         raise typer.Exit(2 if isinstance(exc, ConfigurationError) else 1) from None
+    try:
+        settings.require_tiers()
+        no_endpoint = None
+    except ConfigurationError as exc:
+        no_endpoint = str(exc)
     from artoo.embedded_server import start_early
 
     start_early()  # Prefect's server boots while the person types the first line
     from artoo.chat import Chat
 
-    raise typer.Exit(Chat(settings, workspace, verbose).loop())
+    raise typer.Exit(Chat(settings, workspace, verbose, no_endpoint=no_endpoint).loop())

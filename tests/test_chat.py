@@ -159,3 +159,26 @@ def test_chat_runs_a_request_and_answers_slash_commands(scripted, artoo_env: Pat
         os.close(term.fd)
     assert "say hello" in (artoo_env / "home" / "chat_history").read_text()
     assert server.unused() == {}
+
+
+def test_chat_starts_without_an_endpoint_and_its_slash_commands_work(artoo_env: Path, prefect_api: str):
+    """No LLM configured: the REPL says what requests need, a request typed anyway is not run, and
+    /memory, /audit and /log answer (they read the home, not a model)."""
+    proc, term = start_chat(prefect_api)
+    try:
+        assert "requests need an LLM endpoint" in term.seen and "OPENAI_BASE_URL" in term.seen
+        term.type("count the lines of every .txt file")
+        assert "not run: no LLM endpoint is configured" in term.read_until("artoo>", 30)
+        term.type("/memory")
+        assert "megrams" in term.read_until("┘", 30).lower()
+        term.type("/audit")
+        assert "Audit report (on-demand)" in term.read_until("(audit report in", 30)
+        term.type("/log")
+        term.read_until("artoo>", 30)
+        term.type("/exit")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(term.fd)
+    assert not (artoo_env / "home" / "decisions").exists() or not any((artoo_env / "home" / "decisions").iterdir())
