@@ -79,3 +79,26 @@ def test_hiding_blocked_targets_from_the_planner_lowers_the_simulated_score(pref
     assert full == {"ggs": 1, "retry": 0}  # the directive's blocked target cures the wrong path; blind retry cannot
     monkeypatch.setenv("ARTOO_ABLATION__PLANNER_SEES_BLOCKED_TARGETS", "false")
     assert _solved(suite, ("ggs",)) == {"ggs": 0}  # nor memory lines naming them: nothing else cures it
+
+
+def test_an_endpoint_eval_carries_what_the_server_accepts_across_strategies_and_back(scripted, prefect_api,
+                                                                                    artoo_env: Path):
+    """llama-cpp-python refuses json_schema once: each strategy's fresh home starts from what the person's home
+    (and the strategy before) learnt, so the eval pays one refused request, and the person's home keeps it."""
+    from artoo.eval.harness import EvalOptions, run_eval
+    from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
+    from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
+
+    c = "keep.txt is printed"
+    once = dict(TaskSpec=[spec("show_keep", "show the content of keep.txt")],
+                Plan=[plan([subtask("print keep.txt", [c])], ["the content was printed"])],
+                tools=[call("shell", command="cat data/keep.txt"), done("keep me")],
+                AgentVerdict=[agent(verdict(c, True, evidence="cat printed keep me"))],
+                TaskVerdict=[task_verdict(verdict("the content was printed", True))])
+    story = scenario(**{name: entries * 2 for name, entries in once.items()})
+    server = scripted({**story, "refuse": "llama-cpp-python"})
+    document = run_eval(EvalOptions(suite=_wrong_path_suite(artoo_env), brain="endpoint", strategies=("ggs", "retry")))
+    assert {s: t["tasks"] for s, t in document["totals"].items()} == {"ggs": 1, "retry": 1}
+    assert [r["status"] for r in server.requests].count(500) == 1
+    stored = NegotiationStore(negotiated_path(artoo_env / "home")).get(server.base_url, "scripted")
+    assert stored["structured"] == "json_object_schema" and "HTTP 500" in stored["structured_because"]

@@ -155,9 +155,11 @@ def _task_records() -> list[dict]:
 
 
 async def run_strategy(suite: Suite, tasks: list[Task], strategy: str, options: EvalOptions,
-                       brain: SimulatedBrain | None, home: Path) -> list[dict]:
-    """Every task under one strategy, in a fresh ARTOO_HOME."""
+                       brain: SimulatedBrain | None, home: Path, user_home: Path | None = None) -> list[dict]:
+    """Every task under one strategy, in a fresh ARTOO_HOME; what the endpoint accepts is carried both ways."""
     rows = []
+    if user_home is not None:
+        carry_negotiated(user_home, home)
     with environment({"ARTOO_HOME": str(home), "ARTOO_ABLATION__STRATEGY": strategy}):
         for task in tasks:
             if options.progress:
@@ -165,7 +167,35 @@ async def run_strategy(suite: Suite, tasks: list[Task], strategy: str, options: 
             rows.append(await run_task(suite, task, brain))
             if options.progress:
                 options.progress(strategy, task.index, rows[-1])
+    if user_home is not None:
+        carry_negotiated(home, user_home)
     return rows
+
+
+def carry_negotiated(source: Path, target: Path) -> None:
+    """Copy the negotiated request forms of one home into another (artoo.tasks.llm.negotiated).
+
+    Why: a strategy's fresh home must not know what memory learnt, but what the *server* accepts is not
+    memory: without this each strategy (and the person's next ``artoo run``) pays the refused requests
+    and the silent executor attempts again, minutes each on a local CPU model."""
+    from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
+
+    into = NegotiationStore(negotiated_path(target))
+    for base_url, models in NegotiationStore(negotiated_path(source)).entries().items():
+        for model, entry in models.items():
+            for kind in ("structured", "tools"):
+                if kind in entry and into.get(base_url, model).get(kind) != entry[kind]:
+                    into.remember(base_url, model, kind, entry[kind], entry.get(f"{kind}_because", "carried"))
+
+
+def _user_home() -> Path | None:
+    """The person's ARTOO_HOME (None when unusable: the eval then negotiates afresh, never fails on it)."""
+    from artoo.config.settings import load_settings
+
+    try:
+        return load_settings().home_dir
+    except ArtooError:
+        return None
 
 
 def eval_run_name() -> str:
@@ -184,6 +214,7 @@ async def artoo_eval(suite: str, limit: int | None, brain: str, strategies: list
     """The eval as one flow run: every task of every strategy as subflows; totals and chart as artifacts."""
     options = EvalOptions(Path(suite), limit, brain, tuple(strategies), seed, mistakes,
                           Path(save) if save else None, rates, recovery, _progress)
+    user_home = _user_home() if brain == "endpoint" else None
     scratch = Path(tempfile.mkdtemp(prefix="artoo-eval-"))
     base = scratch / "root"
     loaded = load_suite(Path(suite), base)
@@ -202,7 +233,8 @@ async def artoo_eval(suite: str, limit: int | None, brain: str, strategies: list
         results = {}
         with environment(env):
             for strategy in strategies:
-                rows = await run_strategy(loaded, tasks, strategy, options, sim, scratch / f"home-{strategy}")
+                rows = await run_strategy(loaded, tasks, strategy, options, sim, scratch / f"home-{strategy}",
+                                          user_home)
                 results[strategy] = {"tasks": rows, "totals": report.totals(rows)}
         document = report.document(loaded.name, brain, seed, mistakes, limit, results,
                                    {**sim.rates, "recovery": sim.recovery} if sim else None)
