@@ -7,6 +7,7 @@ The test types lines on the master side and reads what a person would see.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import re
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -69,6 +71,18 @@ class Terminal:
         os.write(self.fd, line.encode() + b"\r")
 
 
+@contextlib.contextmanager
+def chat_session(prefect_api: str) -> Iterator[tuple[subprocess.Popen, Terminal]]:
+    """``artoo chat`` at its first prompt for the block; killed (if still there) and its terminal closed after."""
+    proc, term = start_chat(prefect_api)
+    try:
+        yield proc, term
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(term.fd)
+
+
 def start_chat(prefect_api: str) -> tuple[subprocess.Popen, Terminal]:
     """``artoo chat`` on a fresh pty, waiting at its first prompt."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "ARTOO_LAW1"))}
@@ -103,8 +117,7 @@ def test_law1_is_asked_inline_and_ctrl_c_cancels_the_task_not_the_repl(scripted,
         AgentVerdict=[agent(verdict(gone, True, evidence="rm exited 0"))],
         TaskVerdict=[task_verdict(verdict("old.log is gone", True))],
     ))
-    proc, term = start_chat(prefect_api)
-    try:
+    with chat_session(prefect_api) as (proc, term):
         term.type("delete old.log")
         asked = term.read_until("Approve? [y/N]", 120)
         assert "rm old.log" in asked and victim.exists()
@@ -123,10 +136,6 @@ def test_law1_is_asked_inline_and_ctrl_c_cancels_the_task_not_the_repl(scripted,
         term.read_until("end: the run did not finish", 30)  # the decision log says how the task ended
         term.type("/exit")
         assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(term.fd)
 
 
 def test_chat_runs_a_request_and_answers_slash_commands(scripted, artoo_env: Path, prefect_api: str):
@@ -137,8 +146,7 @@ def test_chat_runs_a_request_and_answers_slash_commands(scripted, artoo_env: Pat
         AgentVerdict=[agent(verdict("the output contains hello", True, evidence="shell printed hello"))],
         TaskVerdict=[task_verdict(verdict("hello was printed", True))],
     ))
-    proc, term = start_chat(prefect_api)
-    try:
+    with chat_session(prefect_api) as (proc, term):
         term.type("say hello")
         shown = term.read_until("cost by role", 120)
         for progress in ("task say_hello", "round 1", "✓ print hello", "GGS D=0.00", "accept after 0 replan(s)"):
@@ -153,10 +161,6 @@ def test_chat_runs_a_request_and_answers_slash_commands(scripted, artoo_env: Pat
         term.read_until("FinalResult: accept", 30)
         term.type("/exit")
         assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(term.fd)
     assert "say hello" in (artoo_env / "home" / "chat_history").read_text()
     assert server.unused() == {}
 
@@ -164,8 +168,7 @@ def test_chat_runs_a_request_and_answers_slash_commands(scripted, artoo_env: Pat
 def test_chat_starts_without_an_endpoint_and_its_slash_commands_work(artoo_env: Path, prefect_api: str):
     """No LLM configured: the REPL says what requests need, a request typed anyway is not run, and
     /memory, /audit and /log answer (they read the home, not a model)."""
-    proc, term = start_chat(prefect_api)
-    try:
+    with chat_session(prefect_api) as (proc, term):
         assert "requests need an LLM endpoint" in term.seen and "OPENAI_BASE_URL" in term.seen
         term.type("count the lines of every .txt file")
         assert "not run: no LLM endpoint is configured" in term.read_until("artoo>", 30)
@@ -177,8 +180,4 @@ def test_chat_starts_without_an_endpoint_and_its_slash_commands_work(artoo_env: 
         term.read_until("artoo>", 30)
         term.type("/exit")
         assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(term.fd)
     assert not (artoo_env / "home" / "decisions").exists() or not any((artoo_env / "home" / "decisions").iterdir())

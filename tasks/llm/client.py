@@ -200,30 +200,26 @@ class OpenAICompatLLM:
     async def _ask_structured(self, role: str, schema: str, ep: Endpoint,
                               messages: list[dict]) -> tuple[Any, CallRecord]:
         """One structured request, falling back along the structured modes when the endpoint refuses a format."""
-        while True:
-            mode = self.negotiator.mode(ep, "structured")
-            try:
-                answer = await self._request(role, schema, ep, judged_later=True,
-                                             **structured_request(mode, schema, messages))
-            except FeatureRefused as exc:
-                self.negotiator.fall_back(ep, exc, mode)
-                continue
-            self.negotiator.confirm(ep, "structured", mode)
-            return answer
+        return await self._ask(role, schema, ep, "structured", lambda mode: structured_request(mode, schema, messages))
 
     async def _ask_tools(self, role: str, ep: Endpoint, messages: list[dict],
                          tools: list[dict]) -> tuple[Any, CallRecord]:
         """One executor request, falling back to the content protocol when the endpoint refuses ``tools``."""
+        return await self._ask(role, TOOLS_SCHEMA, ep, "tools", lambda mode: tool_request(mode, messages, tools),
+                               confirm=bool(tools))
+
+    async def _ask(self, role: str, schema: str, ep: Endpoint, kind: str, build: Callable[[str], dict],
+                   confirm: bool = True) -> tuple[Any, CallRecord]:
+        """One request in this endpoint's mode of ``kind``, stepping down the modes while the endpoint refuses."""
         while True:
-            mode = self.negotiator.mode(ep, "tools")
+            mode = self.negotiator.mode(ep, kind)
             try:
-                answer = await self._request(role, TOOLS_SCHEMA, ep, judged_later=True,
-                                             **tool_request(mode, messages, tools))
+                answer = await self._request(role, schema, ep, judged_later=True, **build(mode))
             except FeatureRefused as exc:
                 self.negotiator.fall_back(ep, exc, mode)
                 continue
-            if tools:
-                self.negotiator.confirm(ep, "tools", mode)
+            if confirm:
+                self.negotiator.confirm(ep, kind, mode)
             return answer
 
     def _fit(self, role: str, ep: Endpoint, request: dict) -> tuple[dict, dict]:
