@@ -43,6 +43,8 @@ def _render(r: dict[str, Any], full: bool) -> list[str]:
         return [f"  GGS {r.get('log_line', '')}"]
     if kind == "message":
         return _message(r)
+    if kind == "plan_repair":
+        return [f"  R2 plan repaired (round {r.get('round')}): {r.get('note', '')}"]
     if kind == "truncated":
         return [f"  … {r.get('reason')}"]
     if kind == "end" and r.get("error"):

@@ -116,6 +116,11 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     plan, cap_note = plan_rules.cap_plan(plan_rules.normalise_sequences(plan))
     if cap_note:
         logger.warning(cap_note)
+    plan, moves = plan_rules.place_task_criteria(plan)
+    for note in moves:
+        logger.warning("plan repaired: %s", note)
+        if rt.decisions is not None:
+            rt.decisions.write("plan_repair", round=round_no, note=note)
     manifest, groups = plan_rules.dispatch(plan, spec.task_id, round_no)
     rt.bus.publish(manifest, "R2", "R4b")
     outcomes = await _run_groups(runtime_id, rt, round_no, groups, sorted(inputs.must_not_tools),

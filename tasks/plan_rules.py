@@ -10,12 +10,13 @@ Everything here is pure: no I/O, no clock, only uuid4 for the ids.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable
 from itertools import groupby
 from pathlib import Path
 
-from artoo.config.contracts import DispatchManifest, SubTask, SubTaskOutcome
+from artoo.config.contracts import Criterion, DispatchManifest, SubTask, SubTaskOutcome
 from artoo.config.protocol import PlanAnswer, PlannedSubTask
 from artoo.tasks.failure import looks_like_path, normalise, text_targets
 from artoo.tasks.roles.prompting import as_text, cap, fence_untrusted
@@ -85,6 +86,58 @@ def normalise_sequences(plan: PlanAnswer) -> PlanAnswer:
     rank = {seq: i for i, seq in enumerate(sorted({s.sequence for s in plan.subtasks}), 1)}
     subtasks = [s.model_copy(update={"sequence": rank[s.sequence]}) for s in plan.subtasks]
     return plan.model_copy(update={"subtasks": subtasks})
+
+
+_FILE_NAME = re.compile(r"[\w.-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}\b")
+
+
+def _later_files(criterion: str, intent: str) -> list[str]:
+    """File names a criterion names that the subtask's intent does not (what a later step must produce)."""
+    folded = intent.casefold()
+    return [name for name in _FILE_NAME.findall(criterion) if name.casefold() not in folded]
+
+
+def place_task_criteria(plan: PlanAnswer) -> tuple[PlanAnswer, list[str]]:
+    """Task criteria copied onto an early step moved to the last step; the plan and one note per move.
+
+    Why: Qwen2.5-Coder-1.5B planned "find all .txt files" as step 1 of 2 with the task's own criterion
+    "The file 'totals.md' exists" (tests/transcripts): step 1 cannot meet it, so every attempt failed,
+    step 2 (which writes totals.md) never ran, and the round was lost.  The repair is narrow: a criterion
+    of a subtask before the last sequence group that repeats a task criterion verbatim and names a file
+    the subtask's intent does not.  It leaves that subtask (R4b still checks the task criterion on the
+    combined output) for the last group's single subtask, and a step left with no criterion is checked on
+    its own result.  Pure; a plan that needs no move comes back unchanged with no notes.
+    """
+    last = max((s.sequence for s in plan.subtasks), default=0)
+    task = {_folded(c.criterion) for c in plan.task_criteria}
+    finals = [s for s in plan.subtasks if s.sequence == last]
+    moved: list[Criterion] = []
+    notes: list[str] = []
+    subtasks = []
+    for n, sub in enumerate(plan.subtasks, 1):
+        later = sub.sequence < last
+        keep = [c for c in sub.success_criteria
+                if not (later and _folded(c.criterion) in task and _later_files(c.criterion, sub.intent))]
+        if len(keep) < len(sub.success_criteria):
+            gone = [c for c in sub.success_criteria if c not in keep]
+            moved += [c for c in gone if c not in moved]
+            notes += [f"subtask {n} ({sub.intent!r}): the task criterion {c.criterion!r} names "
+                      f"{', '.join(_later_files(c.criterion, sub.intent))}, which a later step produces: moved to the "
+                      "last step" for c in gone]
+            keep = keep or [Criterion(criterion=f"the output reports what this step found or did: {sub.intent}",
+                                      mode="plausible")]
+            sub = sub.model_copy(update={"success_criteria": keep})
+        subtasks.append(sub)
+    if moved and len(finals) == 1:
+        at = next(i for i, s in enumerate(subtasks) if s.sequence == last)
+        have = {_folded(c.criterion) for c in subtasks[at].success_criteria}
+        extra = [c for c in moved if _folded(c.criterion) not in have]
+        subtasks[at] = subtasks[at].model_copy(update={"success_criteria": [*subtasks[at].success_criteria, *extra]})
+    return (plan.model_copy(update={"subtasks": subtasks}), notes) if notes else (plan, [])
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip(".")
 
 
 def cap_plan(plan: PlanAnswer, limit: int = MAX_SUBTASKS) -> tuple[PlanAnswer, str | None]:

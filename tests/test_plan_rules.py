@@ -14,6 +14,7 @@ from artoo.tasks.plan_rules import (
     dispatch,
     group_context,
     normalise_sequences,
+    place_task_criteria,
     validate_plan,
 )
 from artoo.tasks.roles.prompting import FENCE_OPEN
@@ -182,3 +183,48 @@ def test_group_context_fences_and_caps_earlier_outputs():
     assert len(text) < 6000
     injected = text.index("IGNORE PREVIOUS")
     assert text.rfind(FENCE_OPEN, 0, injected) > text.rfind(">>>", 0, injected)
+
+
+# The real plans: Qwen2.5-Coder-1.5B on llama-server (tests/transcripts/llama-server-count-lines-*.jsonl,
+# /work runs t1 and ls4 of #25) put the task's own criteria on step 1 of 2.
+EXISTS = "The file 'totals.md' exists at the root of the working folder."
+HOLDS = "The file 'totals.md' contains the total number of lines from all .txt files in the current folder."
+FIND = "Find all .txt files in the current folder."
+COUNT = "Count the lines of each .txt file found in the previous step."
+WRITE = "Count the lines of each .txt file and write the totals to totals.md."
+OWN = "the output reports what this step found or did: "
+
+
+@pytest.mark.parametrize("plan, expected, moved", [
+    # t1: step 1 holds only 'exists'; it goes to step 2, step 1 is checked on its own result
+    (plan_of(sub(FIND, 1, criteria=(EXISTS,)), sub(COUNT, 2, criteria=(HOLDS,)), task_criteria=(EXISTS, HOLDS)),
+     [[OWN + FIND], [HOLDS, EXISTS]], 1),
+    # ls4: both task criteria on both steps; step 2 already has them
+    (plan_of(sub(FIND, 1, criteria=(EXISTS, HOLDS)), sub(WRITE, 2, criteria=(EXISTS, HOLDS)),
+             task_criteria=(EXISTS, HOLDS)), [[OWN + FIND], [EXISTS, HOLDS]], 2),
+    # a step that names the file in its intent owns that criterion
+    (plan_of(sub("write report.md", 1, criteria=("report.md exists",)), sub("print report.md", 2),
+             task_criteria=("report.md exists",)), [["report.md exists"], ["a number is reported"]], 0),
+    # no file named: nothing to move
+    (plan_of(sub("list files", 1, criteria=("the answer is a number",)), sub(COUNT, 2),
+             task_criteria=("the answer is a number",)), [["the answer is a number"], ["a number is reported"]], 0),
+    # one sequence group: every step is the last
+    (plan_of(sub(FIND, 1, criteria=(EXISTS,)), sub(COUNT, 1, criteria=(HOLDS,)), task_criteria=(EXISTS,)),
+     [[EXISTS], [HOLDS]], 0),
+    # not a task criterion (only the task's own are moved), case and final period do not matter
+    (plan_of(sub(FIND, 1, criteria=("notes.md lists the files",)), sub(COUNT, 2), task_criteria=(EXISTS,)),
+     [["notes.md lists the files"], ["a number is reported"]], 0),
+    (plan_of(sub(FIND, 1, criteria=(EXISTS.upper().rstrip("."), "the .txt files are listed")), sub(COUNT, 2),
+             task_criteria=(EXISTS,)),
+     [["the .txt files are listed"], ["a number is reported", EXISTS.upper().rstrip(".")]], 1),
+    # two final steps in parallel: dropped from step 1, added to neither (R4b checks the task criteria)
+    (plan_of(sub(FIND, 1, criteria=(EXISTS,)), sub(COUNT, 2), sub("sum the counts", 2), task_criteria=(EXISTS,)),
+     [[OWN + FIND], ["a number is reported"], ["a number is reported"]], 1),
+])
+def test_place_task_criteria(plan, expected, moved):
+    placed, notes = place_task_criteria(plan)
+    assert [[c.criterion for c in s.success_criteria] for s in placed.subtasks] == expected
+    assert len(notes) == moved and all("totals.md" in n or "TOTALS.MD" in n for n in notes)
+    if not moved:
+        assert placed is plan
+    assert [c.mode for c in placed.subtasks[0].success_criteria if c.criterion.startswith(OWN)] in ([], ["plausible"])

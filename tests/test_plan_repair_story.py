@@ -1,0 +1,57 @@
+"""A small model's plan, repaired before it runs: the task's own criterion on step 1 of 2 moves to step 2.
+
+The plan is Qwen2.5-Coder-1.5B's own (run t1 of #25 on llama-server): step 1 "find all .txt files"
+carried "The file 'totals.md' exists", which only step 2 can make true, so every attempt of step 1
+failed and step 2 never ran.  Told through ``artoo run --json`` on the scripted server.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import final_from, run_cli
+from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
+
+pytestmark = pytest.mark.usefixtures("prefect_api")
+
+EXISTS = "The file 'totals.md' exists at the root of the working folder."
+HOLDS = "The file 'totals.md' contains the total number of lines from all .txt files in the current folder."
+FIND = "Find all .txt files in the current folder."
+COUNT = "Count the lines of each .txt file found in the previous step."
+OWN = f"the output reports what this step found or did: {FIND}"
+
+
+def test_the_task_criterion_on_step_one_moves_to_the_step_that_writes_the_file(scripted, artoo_env: Path):
+    workspace = artoo_env / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    for name, text in (("a.txt", "1\n2\n3\n"), ("b.txt", "1\n")):
+        (workspace / name).write_text(text)
+    server = scripted(scenario(
+        TaskSpec=[spec("count_lines", "count the lines of every .txt file and write the totals to totals.md")],
+        Plan=[plan([subtask(FIND, [EXISTS], 1, tools=["glob"]), subtask(COUNT, [HOLDS], 2, tools=["shell"])],
+                   [EXISTS, HOLDS])],
+        tools=[call("glob", pattern="*.txt"), done("a.txt b.txt"),
+               call("shell", command="wc -l *.txt > totals.md"), done("totals.md written")],
+        AgentVerdict=[agent(verdict(OWN, True, evidence="glob listed a.txt and b.txt")),
+                      agent(verdict(HOLDS, True, evidence="wc wrote totals.md"),
+                            verdict(EXISTS, True, evidence="wc wrote totals.md"))],
+        TaskVerdict=[task_verdict(verdict(EXISTS, True), verdict(HOLDS, True))],
+    ))
+    code, out, err = run_cli("run", "--json", "--workspace", str(workspace),
+                             "count the lines of every .txt file and write the totals to totals.md")
+    final = final_from(out)
+    assert (code, final["directive"]) == (0, "accept"), err[-2000:]
+    judged = [str(r["body"]["messages"][-1]["content"]) for r in server.requests if r["schema"] == "AgentVerdict"]
+    assert OWN in judged[0] and "totals.md" not in judged[0].split(FIND, 1)[-1]
+    assert EXISTS in judged[1] and HOLDS in judged[1]
+    assert "4 total" in (workspace / "totals.md").read_text()
+    records = [json.loads(line) for path in (artoo_env / "home" / "decisions").rglob("*.jsonl")
+               for line in path.read_text().splitlines()]
+    repairs = [r for r in records if r.get("kind") == "plan_repair"]
+    assert len(repairs) == 1 and "moved to the last step" in repairs[0]["note"] and repairs[0]["round"] == 1
+    code, shown, _ = run_cli("log")
+    assert code == 0 and "R2 plan repaired (round 1)" in shown
+    assert server.unused() == {}
