@@ -109,7 +109,7 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     inputs = rt.prepared.pop(round_no, None) or round_inputs(rt, spec, blocked_tools, blocked_targets)
     _announce(rt, spec, inputs)
     try:
-        plan = await _plan(runtime_id, spec, inputs, directive, prior_summary, evidence)
+        plan = await _plan(runtime_id, spec, inputs, directive, prior_summary, evidence, round_no)
     except RunFailure as exc:  # a plan that broke the rules twice, or the planner's endpoint failing
         logger.error("round %d failed honestly: %s", round_no, exc)
         return _rejected_round(rt, spec, str(exc), exc.failure_class, kept)
@@ -117,10 +117,7 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     if cap_note:
         logger.warning(cap_note)
     plan, moves = plan_rules.place_task_criteria(plan)
-    for note in moves:
-        logger.warning("plan repaired: %s", note)
-        if rt.decisions is not None:
-            rt.decisions.write("plan_repair", round=round_no, note=note)
+    _note_repairs(rt, round_no, moves)
     manifest, groups = plan_rules.dispatch(plan, spec.task_id, round_no)
     rt.bus.publish(manifest, "R2", "R4b")
     outcomes = await _run_groups(runtime_id, rt, round_no, groups, sorted(inputs.must_not_tools),
@@ -170,10 +167,11 @@ def _shown(rt: Runtime, inputs: RoundInputs, directive: PlanDirective | None
 
 
 async def _plan(runtime_id: str, spec: TaskSpec, inputs: RoundInputs, directive: PlanDirective | None,
-                prior_summary: str, evidence: str = "") -> PlanAnswer:
+                prior_summary: str, evidence: str = "", round_no: int = 1) -> PlanAnswer:
     """Ask R2; a plan that breaks the rules is re-asked once with the problems, then rejected.
 
-    Size alone never rejects the re-asked plan: it is capped (and the cap logged) instead.
+    Size alone never rejects the re-asked plan: it is capped (and the cap logged) instead, and blocked tools
+    it still declares are struck (plan_rules.drop_blocked_tools) when nothing else is wrong with it.
     """
     rt = get_runtime(runtime_id)
     problems: list[str] | None = None
@@ -188,7 +186,21 @@ async def _plan(runtime_id: str, spec: TaskSpec, inputs: RoundInputs, directive:
         if not problems:
             return plan
         get_run_logger().warning("plan rejected: %s", "; ".join(problems))
+    repaired, notes = plan_rules.drop_blocked_tools(plan, inputs.must_not_tools)
+    if notes and not plan_rules.validate_plan(repaired, inputs.must_not_tools, inputs.must_not_targets,
+                                              max_subtasks=None, workspace=rt.workspace,
+                                              must_not_pairs=inputs.pairs):
+        _note_repairs(rt, round_no, notes)
+        return repaired
     raise PlanRejected("the planner broke the plan rules twice: " + "; ".join(problems or []))
+
+
+def _note_repairs(rt: Runtime, round_no: int, notes: list[str]) -> None:
+    """Each deterministic plan repair in the run's log (the Prefect UI) and its decision log (``artoo log``)."""
+    for note in notes:
+        get_run_logger().warning("plan repaired: %s", note)
+        if rt.decisions is not None:
+            rt.decisions.write("plan_repair", round=round_no, note=note)
 
 
 async def _run_groups(runtime_id: str, rt: Runtime, round_no: int, groups: list[list[SubTask]],

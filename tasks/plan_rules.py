@@ -88,6 +88,26 @@ def normalise_sequences(plan: PlanAnswer) -> PlanAnswer:
     return plan.model_copy(update={"subtasks": subtasks})
 
 
+def drop_blocked_tools(plan: PlanAnswer, must_not_tools: set[str]) -> tuple[PlanAnswer, list[str]]:
+    """The plan with blocked tools struck from each subtask's declared ``tools``, and one note per subtask.
+
+    Why: after a break_symmetry that blocked ``glob``, Qwen2.5-Coder-1.5B listed ``glob`` again in the plan
+    *and* in the re-ask, and the round was lost on a rule the toolbox enforces anyway (a blocked tool is
+    never offered to the executor).  Used only on the re-asked plan: the first answer is still re-asked with
+    the problem stated, so a model that can change its approach does.  Pure.
+    """
+    blocked = {t.strip().casefold() for t in must_not_tools if t and t.strip()}
+    notes, subtasks = [], []
+    for n, sub in enumerate(plan.subtasks, 1):
+        struck = [t for t in sub.tools if t.strip().casefold() in blocked]
+        if struck:
+            notes.append(f"subtask {n} ({sub.intent!r}) declared blocked tool(s) {', '.join(sorted(set(struck)))} "
+                         "again after the re-ask: struck from its tools (the executor is not offered them)")
+            sub = sub.model_copy(update={"tools": [t for t in sub.tools if t not in struck]})
+        subtasks.append(sub)
+    return (plan.model_copy(update={"subtasks": subtasks}), notes) if notes else (plan, [])
+
+
 _FILE_NAME = re.compile(r"[\w.-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}\b")
 
 

@@ -55,3 +55,29 @@ def test_the_task_criterion_on_step_one_moves_to_the_step_that_writes_the_file(s
     code, shown, _ = run_cli("log")
     assert code == 0 and "R2 plan repaired (round 1)" in shown
     assert server.unused() == {}
+
+
+def test_a_blocked_tool_declared_again_after_the_re_ask_is_struck_and_the_round_runs(scripted, artoo_env: Path):
+    """Round 1's glob step fails on its approach, so round 2 may not use glob; the planner lists glob in its
+    plan and again in the re-ask (what the 1.5B model did in run t1).  The tool is struck, the round runs."""
+    c = "the .txt files are listed"
+    again = plan([subtask("list the .txt files", [c], tools=["glob", "shell"])], ["the files were listed"])
+    server = scripted(scenario(
+        TaskSpec=[spec("list_txt", "list the .txt files")],
+        Plan=[plan([subtask("find the .txt files", [c], tools=["glob"])], ["the files were listed"]), again, again],
+        tools=[call("glob", pattern="*.txt"), done("none found", status="failed"),
+               call("shell", command="ls *.txt || true"), done("a.txt")],
+        AgentVerdict=[agent(verdict(c, False, "logical")), agent(verdict(c, True, evidence="ls listed a.txt"))],
+        TaskVerdict=[task_verdict(verdict("the files were listed", True))],
+        FailureReport=[{"answer": {"achieved": "nothing", "blocked_by": "glob", "try_next": ["use ls"]}}],
+    ))
+    code, out, err = run_cli("run", "--json", "list the .txt files")
+    final = final_from(out)
+    assert (code, final["directive"], final["replans"]) == (0, "accept", 1), err[-3000:]
+    offered = [[t["function"]["name"] for t in r["body"].get("tools", [])] for r in server.requests
+               if r["schema"] == "tools"]
+    assert "glob" in offered[0] and "glob" not in offered[-1]  # blocked in round 2: never offered
+    records = [json.loads(line) for path in (artoo_env / "home" / "decisions").rglob("*.jsonl")
+               for line in path.read_text().splitlines()]
+    (repair,) = [r for r in records if r.get("kind") == "plan_repair"]
+    assert repair["round"] == 2 and "declared blocked tool(s) glob again after the re-ask" in repair["note"]

@@ -12,6 +12,7 @@ from artoo.tasks.plan_rules import (
     MAX_SUBTASKS,
     cap_plan,
     dispatch,
+    drop_blocked_tools,
     group_context,
     normalise_sequences,
     place_task_criteria,
@@ -228,3 +229,17 @@ def test_place_task_criteria(plan, expected, moved):
     if not moved:
         assert placed is plan
     assert [c.mode for c in placed.subtasks[0].success_criteria if c.criterion.startswith(OWN)] in ([], ["plausible"])
+
+
+@pytest.mark.parametrize("tools, blocked, kept, notes", [
+    ([["glob"], ["glob", "read_file"]], {"glob"}, [[], ["read_file"]], 2),   # run t1, round 3: glob blocked
+    ([["GLOB ", "shell"]], {"glob"}, [["shell"]], 1),                        # case and spaces as validate_plan
+    ([["shell"]], {"glob"}, [["shell"]], 0),
+    ([[]], {"glob"}, [[]], 0),
+    ([["glob"]], set(), [["glob"]], 0),
+])
+def test_drop_blocked_tools(tools, blocked, kept, notes):
+    plan = plan_of(*[sub(tools=t) for t in tools])
+    repaired, said = drop_blocked_tools(plan, blocked)
+    assert [s.tools for s in repaired.subtasks] == kept and len(said) == notes
+    assert not validate_plan(repaired, blocked, set()) and (notes or repaired is plan)
