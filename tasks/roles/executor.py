@@ -62,6 +62,21 @@ def messages_for(subtask: SubTask, correction: CorrectionSignal | None, workspac
     return [system(ROLE), user("\n\n".join(parts))]
 
 
+def with_checklist(messages: list[dict], subtask: SubTask) -> list[dict]:
+    """The conversation as sent: after a tool result, the criteria again and when to stop, at the end.
+
+    Why: Qwen2.5-Coder-1.5B ran ``wc -l *.txt > totals.md`` (the subtask done) and kept calling tools
+    until it had overwritten totals.md with something else; the criteria it should stop at were 2,000
+    tokens back, in the first message.  Only the request carries the reminder: the kept conversation
+    does not grow by one per turn."""
+    if not messages or messages[-1].get("role") != "tool":
+        return messages
+    reminder = (f"\n\nThis subtask is checked against:\n{numbered(subtask.success_criteria)}\n"
+                "If the tool results so far already meet these, call no more tools: answer with the final "
+                "JSON object now.")
+    return [*messages[:-1], {**messages[-1], "content": f"{messages[-1]['content']}{reminder}"}]
+
+
 def _signature(name: str, arguments: dict) -> str:
     return name + json.dumps(arguments, sort_keys=True, default=str)
 
@@ -98,7 +113,7 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
     calls: list[ToolCall] = []
     previous: str | None = None
     while True:
-        turn = await llm.tool_turn("R3", messages, toolbox.specs())
+        turn = await llm.tool_turn("R3", with_checklist(messages, subtask), toolbox.specs())
         note = turn.assistant_message.get("content") if isinstance(turn.assistant_message, dict) else None
         if not turn.tool_calls:
             if turn.final is None:
