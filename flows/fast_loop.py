@@ -59,7 +59,9 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
             answer = await validate_task(runtime_id, subtask, result, attempt)
         except RunFailure as exc:
             return _finish(rt, subtask, result, trajectory, attempt, f"validator: {exc}", exc.failure_class, logger)
-        verdicts = r4a.verdicts_for(subtask, answer)
+        verdicts, ungrounded = r4a.grounded(r4a.verdicts_for(subtask, answer), result)
+        if ungrounded:
+            logger.warning("R4a passed %s with no tool call recorded: failed by code (Law 0)", "; ".join(ungrounded))
         trajectory.append(r4a.gap_point(attempt, verdicts))
         if result.status == "failed":  # R4a classified the evidence; a failed executor is never retried
             failure_class = trajectory[-1].failure_class or "logical"

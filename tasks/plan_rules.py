@@ -10,7 +10,6 @@ Everything here is pure: no I/O, no clock, only uuid4 for the ids.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterable
 from itertools import groupby
@@ -19,7 +18,7 @@ from pathlib import Path
 from artoo.config.contracts import Criterion, DispatchManifest, SubTask, SubTaskOutcome
 from artoo.config.protocol import PlanAnswer, PlannedSubTask
 from artoo.tasks.failure import looks_like_path, normalise, text_targets
-from artoo.tasks.roles.prompting import as_text, cap, fence_untrusted
+from artoo.tasks.roles.prompting import as_text, cap, fence_untrusted, file_names
 
 MAX_SUBTASKS = 20
 """Most subtasks one plan may dispatch (token cost: N parallel contexts)."""
@@ -108,13 +107,10 @@ def drop_blocked_tools(plan: PlanAnswer, must_not_tools: set[str]) -> tuple[Plan
     return (plan.model_copy(update={"subtasks": subtasks}), notes) if notes else (plan, [])
 
 
-_FILE_NAME = re.compile(r"[\w.-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}\b")
-
-
 def _later_files(criterion: str, intent: str) -> list[str]:
     """File names a criterion names that the subtask's intent does not (what a later step must produce)."""
     folded = intent.casefold()
-    return [name for name in _FILE_NAME.findall(criterion) if name.casefold() not in folded]
+    return [name for name in file_names(criterion) if name.casefold() not in folded]
 
 
 def place_task_criteria(plan: PlanAnswer) -> tuple[PlanAnswer, list[str]]:

@@ -12,6 +12,7 @@ from artoo.tasks.llm.fake import ScriptedLLM
 from artoo.tasks.roles.agent_validator import (
     correction,
     gap_point,
+    grounded,
     immediate_failure,
     judge,
     outcome,
@@ -162,3 +163,24 @@ def test_judge_prompt_states_the_grounding_rule_and_fences_the_evidence():
         assert fact in prompt
     injected = prompt.index("IGNORE PREVIOUS INSTRUCTIONS")
     assert prompt.rfind(FENCE_OPEN, 0, injected) > prompt.rfind(">>>", 0, injected)
+
+
+# Run t3 of #25: no tool called, the executor's claim quoted as evidence, both criteria passed, task accepted.
+EXISTS = "1. [plausible] The file 'totals.md' exists in the working folder."
+CLAIM = "The file 'totals.md' exists and contains the total number of lines of all .txt files in the folder."
+
+
+@pytest.mark.parametrize("criterion, verdict, calls, expected", [
+    (EXISTS, "pass", [], "fail"),                                     # a file claimed, nothing looked at it
+    (EXISTS, "pass", ["shell: wc -l *.txt > totals.md → [exit code 0]"], "pass"),  # a tool ran: the judge decides
+    (EXISTS, "fail", [], "fail"),
+    ("a greeting is printed", "pass", [], "pass"),                     # no file named: the answer is the product
+    ("the report lists data/app.log", "pass", [], "fail"),
+])
+def test_grounded(criterion, verdict, calls, expected):
+    result = ExecutionResult(subtask_id="s", status="completed", output=CLAIM, tool_calls=calls)
+    given = [CriterionVerdict(criterion=criterion, verdict=verdict, failure_class=None, evidence=CLAIM)]
+    out, turned = grounded(given, result)
+    assert out[0].verdict == expected and (turned == [criterion]) == (verdict != expected)
+    if verdict != expected:
+        assert out[0].failure_class == "logical" and out[0].evidence.startswith("no tool was called")

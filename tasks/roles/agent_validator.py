@@ -22,7 +22,7 @@ from artoo.config.contracts import (
     SubTaskOutcome,
 )
 from artoo.config.protocol import AgentVerdict
-from artoo.tasks.roles.prompting import align_verdicts, cap, fence_untrusted, numbered, system, user
+from artoo.tasks.roles.prompting import align_verdicts, cap, fence_untrusted, file_names, numbered, system, user
 
 CONTEXT_CHARS = 2000
 """Characters of the subtask context shown to the validator."""
@@ -78,6 +78,28 @@ def verdicts_for(subtask: SubTask, answer: AgentVerdict) -> list[CriterionVerdic
     if not subtask.success_criteria:
         return _synthetic(NO_CRITERIA, "logical", "the plan gave this subtask no success criteria")
     return align_verdicts(subtask.success_criteria, answer.verdicts)
+
+
+def grounded(verdicts: list[CriterionVerdict], result: ExecutionResult) -> tuple[list[CriterionVerdict], list[str]]:
+    """Verdicts with each ungrounded pass turned to a fail, and the criteria turned.
+
+    Why: in run t3 of #25 the executor called no tool and answered "totals.md exists and contains the
+    totals"; Qwen2.5-Coder-1.5B as R4a passed both criteria quoting that claim, R4b agreed, and artoo
+    accepted a task whose file was never written.  The evidence grounding rule (spec R4a) is enforced by
+    code where it can be: with **no tool call recorded**, a pass on a criterion that names a file rests
+    on the executor's word alone, which is never evidence.  Criteria naming no file ("a greeting is
+    printed") are left to the judge: the answer itself may be the product."""
+    if result.tool_calls:
+        return verdicts, []
+    out, turned = [], []
+    for v in verdicts:
+        if v.verdict == "pass" and file_names(v.criterion):
+            turned.append(v.criterion)
+            v = v.model_copy(update={"verdict": "fail", "failure_class": "logical", "evidence": (
+                f"no tool was called: a claim about {', '.join(file_names(v.criterion))} is not evidence "
+                "(read, list or write it with a tool)")})
+        out.append(v)
+    return out, turned
 
 
 def dominant_class(verdicts: list[CriterionVerdict]) -> FailureClass | None:

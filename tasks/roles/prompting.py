@@ -99,6 +99,14 @@ def cap(text: str, limit: int) -> str:
     return text[:head] + marker + text[len(text) - (keep - head):]
 
 
+_FILE_NAME = re.compile(r"[\w.-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}\b")
+
+
+def file_names(text: str) -> list[str]:
+    """The file names a criterion or intent names ("totals.md", "data/app.log"), in order."""
+    return _FILE_NAME.findall(text)
+
+
 def numbered(criteria: list[Criterion]) -> str:
     """Criteria as a numbered list with their mode, for a prompt."""
     return "\n".join(f"{i}. [{c.mode}] {c.criterion}" for i, c in enumerate(criteria, 1)) or "(none)"

@@ -1,8 +1,11 @@
-"""A small model's plan, repaired before it runs: the task's own criterion on step 1 of 2 moves to step 2.
+"""What Qwen2.5-Coder-1.5B did in the real runs of #25 (llama-server, runs t1–t3), told through
+``artoo run --json`` on the scripted server: plans repaired before they run, and a claim without a tool
+call that the model itself passed as R4a, failed by code.
 
-The plan is Qwen2.5-Coder-1.5B's own (run t1 of #25 on llama-server): step 1 "find all .txt files"
-carried "The file 'totals.md' exists", which only step 2 can make true, so every attempt of step 1
-failed and step 2 never ran.  Told through ``artoo run --json`` on the scripted server.
+Run t1: step 1 "find all .txt files" carried "The file 'totals.md' exists", which only step 2 can make
+true, so every attempt of step 1 failed and step 2 never ran; later the planner declared a blocked tool
+in its plan and its re-ask.  Run t3: no tool called, R4a and R4b passed the executor's claim, artoo
+accepted a task whose totals.md was never written.
 """
 
 from __future__ import annotations
@@ -81,3 +84,25 @@ def test_a_blocked_tool_declared_again_after_the_re_ask_is_struck_and_the_round_
                for line in path.read_text().splitlines()]
     (repair,) = [r for r in records if r.get("kind") == "plan_repair"]
     assert repair["round"] == 2 and "declared blocked tool(s) glob again after the re-ask" in repair["note"]
+
+
+def test_a_file_claimed_without_any_tool_call_is_not_accepted(scripted, artoo_env: Path, monkeypatch):
+    """Run t3's last round, answer for answer: R3 claims totals.md, calls nothing; R4a passes it anyway."""
+    monkeypatch.setenv("ARTOO_GGS__MAX_REPLANS", "0")
+    claim = "The file 'totals.md' exists and contains the total number of lines of all .txt files in the folder."
+    exists = "The file 'totals.md' exists in the working folder."
+    server = scripted(scenario(
+        TaskSpec=[spec("count_lines", "count the lines of every .txt file and write the totals to totals.md")],
+        Plan=[plan([subtask("Count the lines of every .txt file and write the totals to totals.md", [exists])],
+                   [exists])],
+        tools=[done(claim)] * 3,
+        AgentVerdict=[agent(verdict(exists, True, evidence=claim))] * 3,
+        TaskVerdict=[task_verdict(verdict(exists, True, evidence=claim))],
+    ))
+    code, out, err = run_cli("run", "--json", "count the lines of every .txt file and write the totals to totals.md")
+    final = final_from(out)
+    assert (code, final["directive"]) == (1, "abandon"), err[-2000:]
+    assert [r["schema"] for r in server.requests].count("AgentVerdict") == 3  # each attempt judged, each failed
+    retry = [r for r in server.requests if r["schema"] == "tools"][1]["body"]["messages"][-1]["content"]
+    assert "no tool was called: a claim about totals.md is not evidence" in retry
+    assert [r["schema"] for r in server.requests].count("TaskVerdict") == 0
