@@ -56,7 +56,10 @@ def test_blocked_tool_is_not_offered_and_a_violating_plan_is_re_asked_once(scrip
     assert "shell" not in offered_tools(tool_turns[-1]) and "glob" in offered_tools(tool_turns[-1])
 
 
-def test_a_plan_violating_must_not_twice_fails_the_round_honestly(scripted, artoo_env: Path, monkeypatch):
+def test_a_plan_declaring_a_blocked_tool_twice_runs_without_it(scripted, artoo_env: Path, monkeypatch):
+    """The invariant "a plan cannot reuse a blocked tool" holds by repair after the one re-ask: the tool is
+    struck from the re-asked plan (logged), the round runs, and the executor is never offered it.  (Before
+    #25 the round failed here, and a small model lost every round this way.)"""
     monkeypatch.setenv("ARTOO_GGS__MAX_REPLANS", "1")
     crit = "the reports are listed"
     first = logical_round_with_shell(crit)
@@ -64,14 +67,18 @@ def test_a_plan_violating_must_not_twice_fails_the_round_honestly(scripted, arto
     server = scripted(scenario(
         TaskSpec=[spec("list_reports", "list the reports")],
         Plan=[first["plan"], violating, violating],
-        tools=first["tools"],
-        AgentVerdict=[first["verdict"]],
+        tools=[*first["tools"], done("cannot list them", status="failed")],
+        AgentVerdict=[first["verdict"], agent(verdict(crit, False, "logical"))],
     ))
     code, out, _ = run_cli("run", "--json", "list the reports")
     final = final_from(out)
     assert (code, final["directive"], final["replans"]) == (1, "abandon", 1)
     assert len(bodies(server, "Plan")) == 3
-    assert len(bodies(server, "tools")) == 2  # round 2 dispatched nothing
+    tool_turns = bodies(server, "tools")
+    assert len(tool_turns) == 3 and "shell" not in offered_tools(tool_turns[-1])  # round 2 ran, without shell
+    records = [json.loads(line) for path in (artoo_env / "home" / "decisions").rglob("*.jsonl")
+               for line in path.read_text().splitlines()]
+    assert [r["round"] for r in records if r.get("kind") == "plan_repair"] == [2]
 
 
 def test_a_blocked_target_is_refused_with_an_explanation(scripted, artoo_env: Path, monkeypatch):
