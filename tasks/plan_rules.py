@@ -18,7 +18,7 @@ from pathlib import Path
 from artoo.config.contracts import Criterion, DispatchManifest, SubTask, SubTaskOutcome
 from artoo.config.protocol import PlanAnswer, PlannedSubTask
 from artoo.tasks.failure import looks_like_path, normalise, text_targets
-from artoo.tasks.roles.prompting import as_text, cap, fence_untrusted, file_names
+from artoo.tasks.roles.prompting import as_text, cap, criterion_key, fence_untrusted, file_names
 
 MAX_SUBTASKS = 20
 """Most subtasks one plan may dispatch (token cost: N parallel contexts)."""
@@ -125,35 +125,34 @@ def place_task_criteria(plan: PlanAnswer) -> tuple[PlanAnswer, list[str]]:
     its own result.  Pure; a plan that needs no move comes back unchanged with no notes.
     """
     last = max((s.sequence for s in plan.subtasks), default=0)
-    task = {_folded(c.criterion) for c in plan.task_criteria}
-    finals = [s for s in plan.subtasks if s.sequence == last]
+    task = {_key(c.criterion) for c in plan.task_criteria}
     moved: list[Criterion] = []
     notes: list[str] = []
     subtasks = []
     for n, sub in enumerate(plan.subtasks, 1):
-        later = sub.sequence < last
-        keep = [c for c in sub.success_criteria
-                if not (later and _folded(c.criterion) in task and _later_files(c.criterion, sub.intent))]
-        if len(keep) < len(sub.success_criteria):
-            gone = [c for c in sub.success_criteria if c not in keep]
+        later = {id(c): _later_files(c.criterion, sub.intent) for c in sub.success_criteria
+                 if sub.sequence < last and _key(c.criterion) in task}
+        gone = [c for c in sub.success_criteria if later.get(id(c))]
+        if gone:
             moved += [c for c in gone if c not in moved]
             notes += [f"subtask {n} ({sub.intent!r}): the task criterion {c.criterion!r} names "
-                      f"{', '.join(_later_files(c.criterion, sub.intent))}, which a later step produces: moved to the "
-                      "last step" for c in gone]
-            keep = keep or [Criterion(criterion=f"the output reports what this step found or did: {sub.intent}",
-                                      mode="plausible")]
+                      f"{', '.join(later[id(c)])}, which a later step produces: moved to the last step" for c in gone]
+            keep = [c for c in sub.success_criteria if c not in gone] or [
+                Criterion(criterion=f"the output reports what this step found or did: {sub.intent}", mode="plausible")]
             sub = sub.model_copy(update={"success_criteria": keep})
         subtasks.append(sub)
+    finals = [i for i, s in enumerate(subtasks) if s.sequence == last]
     if moved and len(finals) == 1:
-        at = next(i for i, s in enumerate(subtasks) if s.sequence == last)
-        have = {_folded(c.criterion) for c in subtasks[at].success_criteria}
-        extra = [c for c in moved if _folded(c.criterion) not in have]
-        subtasks[at] = subtasks[at].model_copy(update={"success_criteria": [*subtasks[at].success_criteria, *extra]})
+        final = subtasks[finals[0]]
+        have = {_key(c.criterion) for c in final.success_criteria}
+        extra = [c for c in moved if _key(c.criterion) not in have]
+        subtasks[finals[0]] = final.model_copy(update={"success_criteria": [*final.success_criteria, *extra]})
     return (plan.model_copy(update={"subtasks": subtasks}), notes) if notes else (plan, [])
 
 
-def _folded(text: str) -> str:
-    return " ".join(text.casefold().split()).rstrip(".")
+def _key(text: str) -> str:
+    """A criterion's matching key (prompting.criterion_key), a final period aside."""
+    return criterion_key(text).rstrip(".")
 
 
 def cap_plan(plan: PlanAnswer, limit: int = MAX_SUBTASKS) -> tuple[PlanAnswer, str | None]:

@@ -93,10 +93,11 @@ def grounded(verdicts: list[CriterionVerdict], result: ExecutionResult) -> tuple
         return verdicts, []
     out, turned = [], []
     for v in verdicts:
-        if v.verdict == "pass" and file_names(v.criterion):
+        named = file_names(v.criterion) if v.verdict == "pass" else []
+        if named:
             turned.append(v.criterion)
             v = v.model_copy(update={"verdict": "fail", "failure_class": "logical", "evidence": (
-                f"no tool was called: a claim about {', '.join(file_names(v.criterion))} is not evidence "
+                f"no tool was called: a claim about {', '.join(named)} is not evidence "
                 "(read, list or write it with a tool)")})
         out.append(v)
     return out, turned
