@@ -61,6 +61,9 @@ class MemoryParams(BaseModel):
     promote_attention: float = Field(5.0, description="Upward consolidation needs attention at least this.")
     promote_decision: float = Field(3.0, description="Upward consolidation needs |decision| at least this.")
     demoted_k: float = Field(0.05, description="Decay rate a bankrupt C Megram gets when demoted to K.")
+    sop_min_successes: int = Field(
+        3, ge=1, description="The Dreamer writes an SOP (a C rule made by code, no LLM) when one intent succeeded "
+        "this many times with the same method and no rule covers those episodes yet.")
     dreamer_period_s: int = Field(300, description="Seconds between scheduled Dreamer passes.")
     max_calibration_entries: int = Field(10, description="At most this many memory lines reach the planner prompt.")
     backend: Literal["duckdb", "postgres"] = Field(

@@ -91,7 +91,8 @@ def report_markdown(report: DreamReport) -> str:
     lines = [f"# Dreamer pass at {report.at:%Y-%m-%d %H:%M:%S} UTC", "",
              "| deleted | demoted | promoted | ingested | seconds |", "|---|---|---|---|---|",
              f"| {report.deleted} | {report.demoted} | {report.promoted} | {report.ingested} | {report.seconds:.2f} |",
-             "", f"Consolidation: {consolidation}."]
+             "", f"Consolidation: {consolidation}.",
+             f"SOPs written by code from repeated successes (no LLM): {report.sops}."]
     if report.consolidation_failed:
         lines += ["", "## Distillations that failed", *[f"- {line}" for line in report.consolidation_failed]]
     for title, ids in (("Forgotten (M/K)", report.deleted_ids), ("Demoted C → K", report.demoted_ids),

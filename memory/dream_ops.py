@@ -204,3 +204,45 @@ def promote(con: duckdb.DuckDBPyConnection, at_us: int, megram: Megram, tag: int
         "INSERT INTO memory_ops VALUES (make_timestamp($at), 'promote', $id, $space, $entity, $detail)",
         {"at": at_us, "id": megram.id, "space": megram.space, "entity": megram.entity, "detail": detail},
     )
+
+
+@dataclass
+class SOPPair:
+    """One intent pair with enough successful episodes to be worth an SOP look (newest episode first)."""
+
+    space: str
+    entity: str
+    decision: float = 0.0
+    episodes: list[tuple[str, str]] = field(default_factory=list)
+    covered: set[str] = field(default_factory=set)
+    rules: list[str] = field(default_factory=list)
+
+
+_SOP_PAIRS = f"""
+WITH ok AS (
+    SELECT tag, space, entity FROM megrams
+    WHERE level IN ('M', 'K') AND space LIKE 'intent:%' AND sigma > 0 AND list_contains($states, state)
+    GROUP BY tag, space, entity HAVING count(*) >= $n)
+SELECT m.space, m.entity, m.level, m.id, m.content, m.state, m.sigma, m.f, m.derived_from, {_W} AS w
+FROM megrams m JOIN ok USING (tag, space, entity)
+ORDER BY m.space, m.entity, m.created_at DESC, m.id
+"""
+"""Every Megram of the intent pairs holding at least $n successful episodes (a cheap filter: which of
+them share a method is read in Python, from their content)."""
+
+
+def sop_pairs(con: duckdb.DuckDBPyConnection, at_us: int, states: list[str], n: int) -> list[SOPPair]:
+    """The intent pairs with ≥ ``n`` episodes in ``states``: their successes, covered ids, C rules and decision."""
+    pairs: dict[tuple[str, str], SOPPair] = {}
+    for space, entity, level, mid, content, state, sigma, f, derived, w in con.execute(
+        _SOP_PAIRS, {"at": at_us, "states": states, "n": n}
+    ).fetchall():
+        pair = pairs.setdefault((space, entity), SOPPair(space, entity))
+        pair.covered.update(derived or [])
+        if level == "C":
+            pair.rules.append(content)
+            continue
+        pair.decision += sigma * f * w
+        if state in states and sigma > 0:
+            pair.episodes.append((mid, content))
+    return list(pairs.values())

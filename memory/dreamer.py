@@ -14,6 +14,15 @@ The rules are pure functions below; ``dream`` applies them to the whole store.
   ≤ −3 → a Constraint: a new C Megram (k = 0, σ = ±1) distilled by an injected callable
   (memory never imports the LLM layer), recording the evidence ids in ``derived_from``;
   a pair is consolidated again only when it has M/K evidence no C rule covers.
+* SOPs by code (issue #26) — when one intent pair holds ≥ ``sop_min_successes``
+  successful episodes (accept/success) with the same method that no rule was distilled
+  from, and no C rule of the pair prescribes that method yet, an SOP is written in code
+  (``artoo.memory.sops``: no LLM, so it runs with no endpoint too): a C Megram (k = 0,
+  σ = +1, state ``sop``), evidence ids in ``derived_from``.  Only for a pair whose live
+  decision is positive: bankruptcy would demote it again on the next pass.  Like any C
+  rule it is timeless until bankruptcy, and R5's negative feedback applies to it.  SOPs
+  are written after the LLM's rules of the same pass, so an answer already paid for is
+  never dropped because an SOP covered its evidence first.
 
 One pass = one DuckDB transaction under the single-writer lock, after ingesting the
 spools: a Dreamer killed mid-pass leaves the store as it was.  Distillation (an LLM call,
@@ -37,7 +46,7 @@ from artoo.config.contracts import Megram
 from artoo.config.errors import ArtooError
 from artoo.config.protocol import Consolidation
 from artoo.config.settings import MemoryParams
-from artoo.memory import dream_ops
+from artoo.memory import dream_ops, sops
 from artoo.memory.potentials import live_attention, to_us
 from artoo.memory.schema import compact, needs_compaction, tag_key
 from artoo.memory.store import MemoryStore
@@ -114,6 +123,7 @@ class DreamReport(BaseModel):
     demoted_ids: list[str] = Field(default_factory=list)
     promoted: int = Field(0, description="New C rules distilled.")
     promoted_ids: list[str] = Field(default_factory=list)
+    sops: int = Field(0, description="Of the promoted, SOPs written by code from repeated successes.")
     consolidation_skipped: bool = Field(False, description="No distil callable was given.")
     consolidation_eligible: int = Field(
         0, description="Pairs qualifying with uncovered evidence when consolidation began."
@@ -175,6 +185,25 @@ def _promote(
         report.promoted_ids.append(megram.id)
 
 
+def _distil_sops(con, at: datetime, params: MemoryParams, report: DreamReport) -> None:
+    """Write the SOPs repeated successes call for (code, in the pass's transaction)."""
+    at_us = to_us(at)
+    for pair in dream_ops.sop_pairs(con, at_us, sorted(sops.SUCCESS_STATES), params.sop_min_successes):
+        if pair.decision <= 0:
+            continue
+        ruled = {m for m in map(sops.sop_method, pair.rules) if m}
+        episodes = [sops.Episode(i, c) for i, c in pair.episodes]
+        for draft in sops.sop_drafts(episodes, pair.covered, ruled, params.sop_min_successes):
+            megram = consolidated_megram(pair.space, pair.entity, "best_practice", draft.content,
+                                         draft.evidence_ids, at).model_copy(update={"state": sops.SOP_STATE})
+            detail = (f"sop distilled from {len(draft.evidence_ids)} successful episode(s) with the method "
+                      f"{' → '.join(draft.method)}; decision={pair.decision:.6g}")
+            dream_ops.promote(con, at_us, megram, tag_key(megram.space, megram.entity), detail)
+            report.promoted += 1
+            report.sops += 1
+            report.promoted_ids.append(megram.id)
+
+
 def dream(
     store: MemoryStore,
     at: datetime | None = None,
@@ -182,7 +211,8 @@ def dream(
     *,
     max_consolidations: int = 50,
 ) -> DreamReport:
-    """One Dreamer pass: ingest, forget, demote, consolidate (at most ``max_consolidations`` pairs)."""
+    """One Dreamer pass: ingest, forget, demote, consolidate (at most ``max_consolidations`` pairs by
+    ``distil``), then write the SOPs repeated successes call for (code: with or without ``distil``)."""
     started = time.monotonic()
     at = at or datetime.now(UTC)
     at_us, params = to_us(at), store.params
@@ -213,6 +243,7 @@ def dream(
             elif drafts:
                 current = _find(con, at_us, params, load=0, only=[(d.space, d.entity) for d, _ in drafts])
                 _promote(con, at, drafts, current, report)
+            _distil_sops(con, at, params, report)  # after: an LLM answer already paid for is never dropped
             if needs_compaction(con):
                 compact(con)
                 report.compacted = True
