@@ -7,7 +7,8 @@ never overlap.  The pass itself is ``artoo.memory.dreamer.dream``: ingest the sp
 demote, consolidate.  Consolidation asks the brain tier for one rule per qualifying
 (space, entity) pair, through the same LLM layer as every role (role ``dreamer``, schema
 ``Consolidation``); with no endpoint configured the downward flow still runs and the
-report says consolidation was skipped.
+report says consolidation was skipped.  SOPs from repeated successes are written by code
+(``artoo.memory.sops``), endpoint or not, and counted on their own line.
 
 ``dream`` is synchronous (DuckDB under a file lock) and calls ``distil`` synchronously, so
 the pass runs on a worker thread and each distillation is handed back to the flow's event

@@ -253,6 +253,18 @@ def test_negative_feedback_bankrupts_the_sop_and_its_episodes_make_no_new_one(tm
         assert dream(store, datetime.now(UTC)).sops == 0
 
 
+def test_the_shared_postgres_memory_gets_the_same_sop(memory_pg_url):
+    """The Dreamer runs its SQL on the PostgreSQL backend's DuckDB copy and writes the SOP back."""
+    from artoo.memory.pg_store import PostgresMemoryStore
+
+    with PostgresMemoryStore(memory_pg_url, MemoryParams(sop_min_successes=3)) as store:
+        for i in range(3):
+            store.write(episode("accept", [FIND_WC, WRITE], i))
+        assert dream(store, NOW).sops == 1
+        assert [s.content for s in sops_of(store)] == [distil_sop(INTENT, METHOD["fw"], 3)]
+        assert dream(store, NOW).sops == 0
+
+
 def test_the_calibration_quotes_the_sop_as_should_prefer(tmp_path):
     with store_with(tmp_path, *(episode("accept", [FIND_WC, WRITE], i) for i in range(3))) as store:
         dream(store, NOW)
