@@ -63,7 +63,7 @@ def ingest(home: Path) -> dict:
 
 
 def dream(home: Path, at: datetime | None = None) -> dict:
-    """One Dreamer pass without consolidation (no LLM from the CLI's plain path)."""
+    """One Dreamer pass without LLM consolidation (no LLM from the CLI's plain path); SOPs by code are written."""
     from artoo.memory.dreamer import dream as run_dream
 
     with _open(home) as store:

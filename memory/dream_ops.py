@@ -18,6 +18,7 @@ import duckdb
 from artoo.config.contracts import Megram
 from artoo.memory.queries import STORED_REF, WEIGHT
 from artoo.memory.schema import tag_key
+from artoo.memory.tags import EPISODE_TRIED
 
 _W = WEIGHT.format(ref=STORED_REF)
 _FORGET_WHERE = f"level IN ('M', 'K') AND abs(f) * {_W} < $gc"
@@ -218,31 +219,35 @@ class SOPPair:
     rules: list[str] = field(default_factory=list)
 
 
+_SOP_SUCCESS = "space LIKE 'intent:%' AND sigma > 0 AND list_contains($states, state) AND contains(content, $tried)"
 _SOP_PAIRS = f"""
 WITH ok AS (
-    SELECT tag, space, entity FROM megrams
-    WHERE level IN ('M', 'K') AND space LIKE 'intent:%' AND sigma > 0 AND list_contains($states, state)
-    GROUP BY tag, space, entity HAVING count(*) >= $n)
-SELECT m.space, m.entity, m.level, m.id, m.content, m.state, m.sigma, m.f, m.derived_from, {_W} AS w
-FROM megrams m JOIN ok USING (tag, space, entity)
-ORDER BY m.space, m.entity, m.created_at DESC, m.id
+    SELECT tag, space, entity FROM megrams WHERE level IN ('M', 'K') AND {_SOP_SUCCESS}
+    GROUP BY tag, space, entity HAVING count(*) >= $n),
+dec AS (
+    SELECT tag, space, entity, sum(sigma * f * w) AS decision
+    FROM (SELECT tag, space, entity, sigma, f, {_W} AS w FROM megrams
+          WHERE level IN ('M', 'K') AND tag IN (SELECT tag FROM ok))
+    GROUP BY tag, space, entity)
+SELECT space, entity, d.decision, m.level, m.id, m.content, m.derived_from
+FROM megrams m JOIN ok USING (tag, space, entity) JOIN dec d USING (tag, space, entity)
+WHERE m.level = 'C' OR len(m.derived_from) > 0 OR (m.level IN ('M', 'K') AND {_SOP_SUCCESS.replace("space", "m.space")})
+ORDER BY space, entity, m.created_at DESC, m.id
 """
-"""Every Megram of the intent pairs holding at least $n successful episodes (a cheap filter: which of
-them share a method is read in Python, from their content)."""
+"""For each intent pair holding at least $n successful episodes that say what they tried: its live
+decision, those episodes, its C rules and every id a rule was distilled from.  Only such rows leave
+SQL (a store of 10⁷ Megrams has few), and which episodes share a method is read in Python."""
 
 
 def sop_pairs(con: duckdb.DuckDBPyConnection, at_us: int, states: list[str], n: int) -> list[SOPPair]:
-    """The intent pairs with ≥ ``n`` episodes in ``states``: their successes, covered ids, C rules and decision."""
+    """The intent pairs with ≥ ``n`` successful episodes: those episodes, covered ids, C rules and decision."""
     pairs: dict[tuple[str, str], SOPPair] = {}
-    for space, entity, level, mid, content, state, sigma, f, derived, w in con.execute(
-        _SOP_PAIRS, {"at": at_us, "states": states, "n": n}
-    ).fetchall():
-        pair = pairs.setdefault((space, entity), SOPPair(space, entity))
+    params = {"at": at_us, "states": states, "n": n, "tried": f"\n{EPISODE_TRIED}"}
+    for space, entity, decision, level, mid, content, derived in con.execute(_SOP_PAIRS, params).fetchall():
+        pair = pairs.setdefault((space, entity), SOPPair(space, entity, decision))
         pair.covered.update(derived or [])
         if level == "C":
             pair.rules.append(content)
-            continue
-        pair.decision += sigma * f * w
-        if state in states and sigma > 0:
+        elif not derived:
             pair.episodes.append((mid, content))
     return list(pairs.values())

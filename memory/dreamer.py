@@ -185,15 +185,19 @@ def _promote(
         report.promoted_ids.append(megram.id)
 
 
-def _distil_sops(con, at: datetime, params: MemoryParams, report: DreamReport) -> None:
-    """Write the SOPs repeated successes call for (code, in the pass's transaction)."""
+def _distil_sops(con, at: datetime, params: MemoryParams, report: DreamReport, cap: int) -> None:
+    """Write the SOPs repeated successes call for (code, in the pass's transaction), at most ``cap``,
+    strongest pair first: each is an insert and a journal row, and the next pass writes the rest."""
     at_us = to_us(at)
-    for pair in dream_ops.sop_pairs(con, at_us, sorted(sops.SUCCESS_STATES), params.sop_min_successes):
+    found = dream_ops.sop_pairs(con, at_us, sorted(sops.SUCCESS_STATES), params.sop_min_successes)
+    for pair in sorted(found, key=lambda p: (-p.decision, p.space, p.entity)):
         if pair.decision <= 0:
             continue
         ruled = {m for m in map(sops.sop_method, pair.rules) if m}
         episodes = [sops.Episode(i, c) for i, c in pair.episodes]
         for draft in sops.sop_drafts(episodes, pair.covered, ruled, params.sop_min_successes):
+            if report.sops >= cap:
+                return
             megram = consolidated_megram(pair.space, pair.entity, "best_practice", draft.content,
                                          draft.evidence_ids, at).model_copy(update={"state": sops.SOP_STATE})
             detail = (f"sop distilled from {len(draft.evidence_ids)} successful episode(s) with the method "
@@ -210,9 +214,11 @@ def dream(
     distil: Distil | None = None,
     *,
     max_consolidations: int = 50,
+    max_sops: int = 100,
 ) -> DreamReport:
     """One Dreamer pass: ingest, forget, demote, consolidate (at most ``max_consolidations`` pairs by
-    ``distil``), then write the SOPs repeated successes call for (code: with or without ``distil``)."""
+    ``distil``), then write the SOPs repeated successes call for (code: with or without ``distil``; at
+    most ``max_sops``)."""
     started = time.monotonic()
     at = at or datetime.now(UTC)
     at_us, params = to_us(at), store.params
@@ -243,7 +249,7 @@ def dream(
             elif drafts:
                 current = _find(con, at_us, params, load=0, only=[(d.space, d.entity) for d, _ in drafts])
                 _promote(con, at, drafts, current, report)
-            _distil_sops(con, at, params, report)  # after: an LLM answer already paid for is never dropped
+            _distil_sops(con, at, params, report, max_sops)  # after: an LLM answer already paid for is never dropped
             if needs_compaction(con):
                 compact(con)
                 report.compacted = True

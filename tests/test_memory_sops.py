@@ -215,6 +215,17 @@ def test_a_second_pass_and_a_fourth_success_make_no_duplicate(tmp_path):
         assert len(sops_of(store)) == 1
 
 
+def test_a_pass_writes_at_most_max_sops_strongest_first_and_the_next_pass_the_rest(tmp_path):
+    intents = ["count the lines in a", "sum the sizes of b", "list the logs of c"]
+    found = [episode("accept", [FIND_WC, WRITE], i, intent=intent)
+             for n, intent in enumerate(intents) for i in range(3 + n)]  # the last intent is the strongest
+    with store_with(tmp_path, *found) as store:
+        assert dream(store, NOW, max_sops=2).sops == 2
+        assert store.query_c(intent_space(intents[0]), ENV_LOCAL, recall=False) == []
+        assert dream(store, NOW, max_sops=2).sops == 1
+        assert all(store.query_c(intent_space(i), ENV_LOCAL, recall=False) for i in intents)
+
+
 def test_the_llm_consolidation_still_runs_beside_the_sop(tmp_path):
     """Three accepts make the SOP; three more reach the potentials thresholds (attention 5.4), and the
     injected LLM distil is asked about the three the SOP does not cover.  Six at once in one pass: the LLM's
