@@ -35,6 +35,12 @@ def intercode(
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole JSON document.")] = False,
     save: Annotated[Path | None, typer.Option("--save", help="Write the JSON here and the chart beside it "
                                                              "(same name, .png).")] = None,
+    sequence: Annotated[bool, typer.Option("--sequence", help="Also run the tasks in order in ONE home (memory, "
+                                                              "SOPs and the Dreamer carry over), beside the same "
+                                                              "tasks run cold (a fresh home each).")] = False,
+    dream_every: Annotated[int | None, typer.Option("--dream-every", help="With --sequence: a Dreamer pass after "
+                                                                          "every N tasks (0: never; default 10).")]
+    = None,
 ) -> None:
     """Run an InterCode-style suite: a fresh tree per task, the real flow, InterCode's score."""
     from artoo.eval.harness import STRATEGIES, EvalOptions, run_eval
@@ -42,10 +48,14 @@ def intercode(
     try:
         if strategy is not None and strategy not in STRATEGIES:
             raise ConfigurationError(f"--strategy must be ggs or retry, got {strategy!r}")
+        if dream_every is not None and (dream_every < 0 or not sequence):
+            raise ConfigurationError(f"--dream-every takes 0 (never) or a number of tasks, and only with --sequence "
+                                     f"(got {dream_every}{'' if sequence else ' without --sequence'})")
         with _Progress(_count(suite, limit)) as progress:
             options = EvalOptions(suite=suite, limit=limit, brain=brain, seed=seed, mistakes=mistakes,
                                   strategies=(strategy,) if strategy else STRATEGIES, save=save,
-                                  progress=progress.update)
+                                  progress=progress.update, sequence=sequence,
+                                  **({} if dream_every is None else {"dream_every": dream_every}))
             document = run_eval(options)
     except ArtooError as exc:
         code = 2 if isinstance(exc, ConfigurationError) else 1
@@ -58,7 +68,8 @@ def intercode(
 
     Console(highlight=False).print(markdown(document))
     if save is not None:
-        err.print(f"saved {save} and {save.with_suffix('.png')}")
+        extra = f" and {document['sequence_chart']}" if document.get("sequence_chart") else ""
+        err.print(f"saved {save} and {save.with_suffix('.png')}{extra}")
 
 
 def _count(suite: Path, limit: int | None) -> int | None:
@@ -71,7 +82,8 @@ def _count(suite: Path, limit: int | None) -> int | None:
 
 
 class _Progress:
-    """A rich progress bar per strategy on stderr, advanced as each task ends."""
+    """A rich progress bar per run (a strategy; with --sequence its cold and sequence runs) on stderr, advanced
+    as each task ends; a Dreamer pass between tasks shows on its run's bar."""
 
     def __init__(self, total: int | None) -> None:
         self.total = total
@@ -91,7 +103,8 @@ class _Progress:
             self.ids[strategy] = self.bar.add_task(strategy, total=self.total, solved=0)
         task = self.ids[strategy]
         if row is None:
-            self.bar.update(task, description=f"{strategy} · task {index}")
+            shown = "Dreamer pass" if index < 0 else f"task {index}"
+            self.bar.update(task, description=f"{strategy} · {shown}")
         else:
             solved = self.bar.tasks[task].fields["solved"] + (1 if row["solved"] else 0)
             self.bar.update(task, advance=1, solved=solved)

@@ -107,7 +107,7 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
     inputs = rt.prepared.pop(round_no, None) or round_inputs(rt, spec, blocked_tools, blocked_targets)
-    _announce(rt, spec, inputs)
+    _announce(rt, spec, inputs, round_no)
     try:
         plan = await _plan(runtime_id, spec, inputs, directive, prior_summary, evidence, round_no)
     except RunFailure as exc:  # a plan that broke the rules twice, or the planner's endpoint failing
@@ -139,8 +139,9 @@ async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: 
     return message
 
 
-def _announce(rt: Runtime, spec: TaskSpec, inputs: RoundInputs) -> None:
-    """The round's log and bus say what memory served it (R2 → R5 MemoryQuery); R7 checks the SOPs later."""
+def _announce(rt: Runtime, spec: TaskSpec, inputs: RoundInputs, round_no: int = 1) -> None:
+    """The round's log and bus say what memory served it (R2 → R5 MemoryQuery); R7 checks the SOPs later.
+    The decision log keeps the served lines themselves (``memory``), so an eval can count what a planner saw."""
     logger = get_run_logger()
     calibration = inputs.calibration
     rt.served_sops = [*calibration.sops, *calibration.tool_sops] if calibration is not None else []
@@ -148,11 +149,24 @@ def _announce(rt: Runtime, spec: TaskSpec, inputs: RoundInputs) -> None:
         logger.warning("memory calibration unavailable: %s", inputs.calibration_error)
     if calibration is None:
         return
+    if rt.decisions is not None:
+        rt.decisions.write("memory", round=round_no, **served_lines(calibration))
     query = MemoryQuery(task_id=spec.task_id, space=calibration.space, entity=calibration.entity,
                         potentials=calibration.potentials, sop_count=len(calibration.sops) + len(calibration.tool_sops))
     rt.bus.publish(query, "R2", "R5")
     logger.info("memory %s/%s: %s", query.space, query.entity,
                 query.potentials.action if query.potentials else "none")
+
+
+def served_lines(calibration: Any) -> dict[str, list[str]]:
+    """Memory's own lines of a calibration (the GGS's "blocked in this task" lines, appended last, left out)
+    and the contents of the SOPs among them (an SOP cut by ``max_calibration_entries`` was not seen)."""
+    own = len(calibration.must_not) - len(calibration.must_not_tools) - len(calibration.must_not_targets)
+    must_not = list(calibration.must_not[:max(own, 0)])
+    shown = must_not + list(calibration.prefer)
+    sops = [sop.content for sop in [*calibration.sops, *calibration.tool_sops]]
+    return {"must_not": must_not, "prefer": list(calibration.prefer), "caution": list(calibration.caution),
+            "sops": [content for content in dict.fromkeys(sops) if any(content in line for line in shown)]}
 
 
 def _shown(rt: Runtime, inputs: RoundInputs, directive: PlanDirective | None

@@ -5,8 +5,12 @@ are the reference), restore another copy, run the real ``artoo-task`` flow on th
 tree as the workspace (Law-1 questions answered by artoo.eval.answerer's rule), diff the tree,
 and score.  The whole eval is one ``artoo-eval`` flow run whose subflows are the task runs, with
 the totals and the chart as artifacts.  Each strategy gets its own fresh ARTOO_HOME, so memory
-learnt in one never helps the other; the simulated brain draws the same mistakes for the same
-seed whichever strategy runs.
+learnt in one never helps the other (within a strategy its tasks share that home); the simulated
+brain draws the same mistakes for the same seed whichever strategy runs.
+
+``sequence`` (issue #26) runs each strategy twice on the same tasks and seed: *cold*, every task in a
+fresh home of its own (nothing carries over), and as a *sequence* in one home, with a real Dreamer pass
+(the ``dreamer`` flow) every ``dream_every`` tasks, so memory, SOPs and the Dreamer carry over.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +29,7 @@ from prefect import flow
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 
 from artoo.config.errors import ArtooError, ConfigurationError
-from artoo.eval import answerer, failures, report
+from artoo.eval import answerer, failures, report, sequence
 from artoo.eval import suite as trees
 from artoo.eval.brain import SimulatedBrain
 from artoo.eval.suite import Suite, Task, answer_text, diff, load_suite, run_gold, score, snapshot
@@ -51,7 +55,11 @@ class EvalOptions:
     recovery: float = 0.2
     """Simulated brain: chance a fresh sample avoids a carried mistake unprompted."""
     progress: Callable[[str, int, dict | None], None] | None = field(default=None, repr=False)
-    """Called with (strategy, task index, the task's row or None when it starts)."""
+    """Called with (run label, task index, the task's row or None when it starts); index -1: a Dreamer pass."""
+    sequence: bool = False
+    """Run each strategy cold (a fresh home per task) and as a sequence (one home), side by side."""
+    dream_every: int = 10
+    """Sequence mode: a Dreamer pass after every this many tasks (0: never)."""
 
 
 def run_eval(options: EvalOptions) -> dict:
@@ -63,6 +71,8 @@ def run_eval(options: EvalOptions) -> dict:
     global _progress
     if options.brain not in ("simulated", "endpoint"):
         raise ConfigurationError(f"--brain must be simulated or endpoint, got {options.brain!r}")
+    if options.dream_every < 0:
+        raise ConfigurationError(f"--dream-every must be 0 (never) or a number of tasks, got {options.dream_every}")
     if options.brain == "endpoint":
         from artoo.config.settings import load_settings
 
@@ -74,7 +84,8 @@ def run_eval(options: EvalOptions) -> dict:
             document = asyncio.run(artoo_eval(str(options.suite), options.limit, options.brain,
                                               list(options.strategies), options.seed, options.mistakes,
                                               str(options.save) if options.save else None,
-                                              options.rates, options.recovery))
+                                              options.rates, options.recovery, options.sequence,
+                                              options.dream_every))
     finally:
         _progress = None
     if options.save is not None:
@@ -142,6 +153,7 @@ async def run_task(suite: Suite, task: Task, brain: SimulatedBrain | None) -> di
     records = _task_records()
     row.update(failures.llm_counts(records))
     row["failure"] = failures.failure_kind(row, records)
+    row.update(sequence.task_memory(records))
     return row
 
 
@@ -155,21 +167,54 @@ def _task_records() -> list[dict]:
 
 
 async def run_strategy(suite: Suite, tasks: list[Task], strategy: str, options: EvalOptions,
-                       brain: SimulatedBrain | None, home: Path, user_home: Path | None = None) -> list[dict]:
-    """Every task under one strategy, in a fresh ARTOO_HOME; what the endpoint accepts is carried both ways."""
+                       brain: SimulatedBrain | None, home: Path, user_home: Path | None = None,
+                       label: str | None = None, after: Callable[[int], Awaitable[None]] | None = None) -> list[dict]:
+    """Every task under one strategy, in one fresh ARTOO_HOME (``after(n)`` runs once n tasks ended, in it);
+    what the endpoint accepts is carried both ways."""
     rows = []
+    label = label or strategy
     if user_home is not None:
         carry_negotiated(user_home, home)
     with environment({"ARTOO_HOME": str(home), "ARTOO_ABLATION__STRATEGY": strategy}):
         for task in tasks:
             if options.progress:
-                options.progress(strategy, task.index, None)
+                options.progress(label, task.index, None)
             rows.append(await run_task(suite, task, brain))
             if options.progress:
-                options.progress(strategy, task.index, rows[-1])
+                options.progress(label, task.index, rows[-1])
+            if after is not None:
+                await after(len(rows))
     if user_home is not None:
         carry_negotiated(home, user_home)
     return rows
+
+
+async def run_cold(suite: Suite, tasks: list[Task], strategy: str, options: EvalOptions,
+                   brain: SimulatedBrain | None, scratch: Path, user_home: Path | None) -> list[dict]:
+    """The sequence's baseline: each task in a fresh home of its own, so nothing learnt carries over."""
+    rows = []
+    for task in tasks:
+        rows += await run_strategy(suite, [task], strategy, options, brain,
+                                   scratch / f"home-{strategy}-cold-{task.index}", user_home, f"{strategy} cold")
+    return rows
+
+
+async def run_sequence(suite: Suite, tasks: list[Task], strategy: str, options: EvalOptions,
+                       brain: SimulatedBrain | None, home: Path, user_home: Path | None) -> tuple[list[dict], list]:
+    """The tasks in order in one home, a Dreamer pass after every ``dream_every`` tasks (none after the last:
+    no later task could use it); the rows and what each pass did."""
+    from artoo.flows.dreamer import dreamer
+
+    label, dreams = f"{strategy} sequence", []
+
+    async def dream(done: int) -> None:
+        if options.dream_every and done % options.dream_every == 0 and done < len(tasks):
+            if options.progress:
+                options.progress(label, -1, None)
+            dreams.append(sequence.dream_summary(await dreamer(), done))
+
+    rows = await run_strategy(suite, tasks, strategy, options, brain, home, user_home, label, dream)
+    return rows, dreams
 
 
 def carry_negotiated(source: Path, target: Path) -> None:
@@ -210,10 +255,10 @@ def eval_run_name() -> str:
       log_prints=False)
 async def artoo_eval(suite: str, limit: int | None, brain: str, strategies: list[str], seed: int,
                      mistakes: bool, save: str | None = None, rates: dict[str, float] | None = None,
-                     recovery: float = 0.2) -> dict:
+                     recovery: float = 0.2, sequence_mode: bool = False, dream_every: int = 10) -> dict:
     """The eval as one flow run: every task of every strategy as subflows; totals and chart as artifacts."""
     options = EvalOptions(Path(suite), limit, brain, tuple(strategies), seed, mistakes,
-                          Path(save) if save else None, rates, recovery, _progress)
+                          Path(save) if save else None, rates, recovery, _progress, sequence_mode, dream_every)
     user_home = _user_home() if brain == "endpoint" else None
     scratch = Path(tempfile.mkdtemp(prefix="artoo-eval-"))
     base = scratch / "root"
@@ -230,14 +275,20 @@ async def artoo_eval(suite: str, limit: int | None, brain: str, strategies: list
 
             server = ScriptedLLMServer(Scenario(), responder=sim.respond).start()
             env.update(endpoint_env(server.base_url))
-        results = {}
+        results, blocks = {}, {}
         with environment(env):
             for strategy in strategies:
+                if sequence_mode:
+                    blocks[strategy] = await _cold_and_sequence(loaded, tasks, strategy, options, sim, scratch,
+                                                                user_home, results)
+                    continue
                 rows = await run_strategy(loaded, tasks, strategy, options, sim, scratch / f"home-{strategy}",
                                           user_home)
                 results[strategy] = {"tasks": rows, "totals": report.totals(rows)}
         document = report.document(loaded.name, brain, seed, mistakes, limit, results,
                                    {**sim.rates, "recovery": sim.recovery} if sim else None)
+        if sequence_mode:
+            document["sequence"] = blocks
         await _artifacts(document, options.save)
         return document
     finally:
@@ -246,15 +297,36 @@ async def artoo_eval(suite: str, limit: int | None, brain: str, strategies: list
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+async def _cold_and_sequence(loaded: Suite, tasks: list[Task], strategy: str, options: EvalOptions,
+                             sim: SimulatedBrain | None, scratch: Path, user_home: Path | None,
+                             results: dict) -> dict:
+    """One strategy cold, then as a sequence (same tasks, seed and brain); both runs' rows go into ``results``."""
+    cold = await run_cold(loaded, tasks, strategy, options, sim, scratch, user_home)
+    rows, dreams = await run_sequence(loaded, tasks, strategy, options, sim, scratch / f"home-{strategy}-sequence",
+                                      user_home)
+    for mode, mode_rows in (("cold", cold), ("sequence", rows)):
+        results[f"{strategy} {mode}"] = {"tasks": mode_rows, "totals": report.totals(mode_rows)}
+    tier = "the brain tier, " + ("the simulated model's server" if sim is not None else "the configured endpoint")
+    distil = f"the dreamer flow as shipped: SOPs made by code (no model); LLM consolidation through {tier}"
+    return sequence.comparison(cold, rows, dreams, options.dream_every, distil)
+
+
 async def _artifacts(document: dict, save: Path | None) -> None:
     """The totals table, and the chart (PNG beside the JSON when saved, inline in the markdown)."""
     png = report.chart_png(document)
+    curve = report.sequence_png(document)
     if save is not None:
         chart = save.with_suffix(".png")
         chart.parent.mkdir(parents=True, exist_ok=True)
         chart.write_bytes(png)
         document["chart"] = str(chart)
+        if curve is not None:
+            save.with_name(f"{save.stem}-sequence.png").write_bytes(curve)
+            document["sequence_chart"] = str(save.with_name(f"{save.stem}-sequence.png"))
     rows = [{"strategy": s, **t} for s, t in document["totals"].items()]
     await acreate_table_artifact(key="eval-totals", table=rows, description="artoo eval: totals by strategy")
     await acreate_markdown_artifact(key="eval-chart", markdown=report.markdown(document, png),
                                     description="artoo eval: solved rate and LLM calls per solved task")
+    if curve is not None:
+        await acreate_markdown_artifact(key="eval-sequence", markdown=report.sequence_markdown(document, curve),
+                                        description="artoo eval: memory over a task sequence, cold vs sequence")

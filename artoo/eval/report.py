@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 
+from artoo.eval import sequence
 from artoo.eval.failures import by_kind
-from artoo.eval.png import bar_panels
+from artoo.eval.png import bar_panels, line_chart
 
 RULE = ("solved = the file-system change set of artoo's run equals the gold command's on a fresh tree "
         "(same paths deleted, added or modified, each ending with the same kind, content and permissions) "
@@ -61,7 +62,26 @@ def markdown(doc: dict, png: bytes | None = None) -> str:
         kinds = ", ".join(f"{kind} {n}" for kind, n in (t.get("failures") or {}).items() if n) or "none"
         lines.append(f"- {strategy}: {kinds}; repaired answers' repairs {t.get('repairs', 0)}, "
                      f"invalid answers {t.get('invalid_answers', 0)}")
+    lines += sequence.markdown(doc)
     lines += ["", f"Rule: {doc['rule']}."]
     if png:
         lines += ["", f"![chart](data:image/png;base64,{base64.b64encode(png).decode()})"]
+    return "\n".join(lines)
+
+
+def sequence_png(doc: dict) -> bytes | None:
+    """Cumulative solved over the task index, cold vs sequence per strategy (None: no sequence was run)."""
+    blocks = doc.get("sequence") or {}
+    if not blocks:
+        return None
+    series = [(f"{strategy} {mode}", block["cumulative_solved"][mode])
+              for strategy, block in blocks.items() for mode in sequence.MODES]
+    return line_chart("cumulative solved over task index", series)
+
+
+def sequence_markdown(doc: dict, png: bytes) -> str:
+    """The cold-vs-sequence tables and the cumulative chart (the ``eval-sequence`` artifact)."""
+    lines = [f"# artoo eval: {doc['suite']}, memory over a task sequence ({doc['brain']} brain, seed {doc['seed']})",
+             *sequence.markdown(doc), "",
+             f"![cumulative solved](data:image/png;base64,{base64.b64encode(png).decode()})"]
     return "\n".join(lines)
