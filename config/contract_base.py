@@ -18,9 +18,37 @@ Urgency = Literal["low", "normal", "high"]
 MemoryAction = Literal["Ignore", "Exploit", "Avoid", "Caution"]
 Level = Literal["M", "K", "C", "T"]
 OutcomeKind = Literal["matched", "failed", "skipped", "denied"]
+Access = Literal["read", "write", "execute", "delete", "all"]
+"""How a call used a target; ``all`` is every access (a blame written before #26, or one that cannot tell)."""
+ACCESSES: tuple[str, ...] = ("read", "write", "execute", "delete")
+"""The single accesses, ``all`` aside."""
 
 
 class Contract(BaseModel):
     """Base: unknown fields are refused so a typo never silently drops data."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class BlockedTarget(Contract):
+    """One input that failed for environmental reasons, and the access that failed (#26)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)  # hashable: the GGS keys its blame by it
+
+    target: str
+    """The normalised path (or query) that failed."""
+    access: Access = "all"
+    """The access refused: a write refused on a read-only file leaves it readable."""
+
+    @classmethod
+    def of(cls, item: BlockedTarget | str | dict) -> BlockedTarget:
+        """A blocked target from its current form, or from a bare string (every access, as before #26)."""
+        if isinstance(item, BlockedTarget):
+            return item
+        if isinstance(item, str):
+            return cls(target=item)
+        return cls.model_validate(item)
+
+    def label(self) -> str:
+        """``/w/data.csv (write)``: how a prompt or a log line names it."""
+        return self.target if self.access == "all" else f"{self.target} ({self.access})"

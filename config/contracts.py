@@ -12,10 +12,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from artoo.config.contract_base import (  # noqa: F401 — re-exported: the contracts' public names
+    ACCESSES,
+    Access,
     ActionDirective,
+    BlockedTarget,
     Contract,
     CriterionMode,
     FailureClass,
@@ -280,8 +283,9 @@ class PlanDirective(Contract):
     """What kind of change R2 must make."""
     blocked_tools: list[str] = Field(default_factory=list)
     """Tools R2 must not use (logical failures)."""
-    blocked_targets: list[str] = Field(default_factory=list)
-    """Inputs that failed, accumulated over all rounds (environmental failures)."""
+    blocked_targets: list[BlockedTarget] = Field(default_factory=list)
+    """Inputs that failed and how, accumulated over all rounds (environmental failures); a bare string is
+    every access (a directive written before #26)."""
     failed_criterion: str = ""
     """The most persistent failing criterion."""
     failure_class: Literal["logical", "environmental", "mixed"] = "logical"
@@ -296,6 +300,12 @@ class PlanDirective(Contract):
     """From ∇L's sign (v0.9): low when improving, high when worsening."""
     refused: list[str] = Field(default_factory=list)
     """Law-1 refusals so far: actions the user did not approve, a constraint for the plan (not a target)."""
+
+    @field_validator("blocked_targets", mode="before")
+    @classmethod
+    def _bare_targets(cls, value: object) -> object:
+        """Directives on the bus and in logs from before #26 hold bare strings: every access."""
+        return [BlockedTarget.of(v) for v in value] if isinstance(value, list) else value
 
 
 class FinalResult(Contract):

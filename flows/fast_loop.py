@@ -12,7 +12,7 @@ from __future__ import annotations
 from prefect import flow
 from prefect.logging import get_run_logger
 
-from artoo.config.contracts import ExecutionResult, GapPoint, SubTask, SubTaskOutcome
+from artoo.config.contracts import BlockedTarget, ExecutionResult, GapPoint, SubTask, SubTaskOutcome
 from artoo.config.errors import RunFailure
 from artoo.tasks.decision_log import SCOPE
 from artoo.tasks.prefect_tasks import execute_task, validate_task
@@ -30,8 +30,8 @@ def subtask_run_name(round_no: int, index: int, intent: str) -> str:
 
 @flow(name="subtask", validate_parameters=False, log_prints=False, persist_result=False)
 async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[str],
-                       blocked_targets: list[str],
-                       blocked_pairs: list[tuple[str, str]] | None = None) -> SubTaskOutcome:
+                       blocked_targets: list[BlockedTarget],
+                       blocked_pairs: list[tuple[str, str, str]] | None = None) -> SubTaskOutcome:
     """Run one subtask's fast loop and return its final outcome."""
     rt = get_runtime(runtime_id)
     logger = get_run_logger()

@@ -18,6 +18,7 @@ from prefect.logging import get_run_logger
 
 from artoo.config.compat import named as run_named
 from artoo.config.contracts import (
+    BlockedTarget,
     DispatchManifest,
     MemoryQuery,
     OutcomeSummary,
@@ -58,31 +59,35 @@ class RoundInputs:
     must_not_tools: set[str]
     """The GGS's blocked tools and memory's."""
     must_not_targets: set[str]
-    """The GGS's blocked targets and memory's."""
-    pairs: list[tuple[str, str]]
-    """Memory's (tool, target) pairs: that tool on that target only."""
+    """The GGS's blocked targets and memory's that may not be used at all (blocked for reading or every access);
+    one blocked only for writing, executing or deleting is the toolbox's to refuse, per call (#26)."""
+    pairs: list[tuple[str, str, str]]
+    """Memory's (tool, target, access) pairs: that tool on that target, that way, only."""
     block: str
     """The calibration as R2's prompt shows it."""
 
 
-def round_inputs(rt: Runtime, spec: TaskSpec, blocked_tools: list[str], blocked_targets: list[str]) -> RoundInputs:
+def round_inputs(rt: Runtime, spec: TaskSpec, blocked_tools: list[str],
+                 blocked_targets: list[BlockedTarget]) -> RoundInputs:
     """R2's memory calibration (no LLM call) and the MUST NOT set; memory trouble never stops planning."""
     calibration, error = None, ""
     if rt.store is not None and rt.settings.ablation.strategy != "retry":  # the retry ablation plans without memory
         try:
-            calibration = calibrate_from_store(rt.store, spec.intent, set(blocked_tools), set(blocked_targets))
+            calibration = calibrate_from_store(rt.store, spec.intent, set(blocked_tools), blocked_targets)
         except Exception as exc:  # memory must never block the operational path
             error = str(exc) or type(exc).__name__
     return RoundInputs(
         calibration=calibration, calibration_error=error,
         must_not_tools=set(blocked_tools) | set(getattr(calibration, "must_not_tools", set())),
-        must_not_targets=set(blocked_targets) | set(getattr(calibration, "must_not_targets", set())),
+        must_not_targets={b.target for b in map(BlockedTarget.of, blocked_targets) if b.access in ("all", "read")}
+        | set(getattr(calibration, "must_not_targets", set())),
         pairs=sorted(getattr(calibration, "must_not_pairs", set())),
         block=calibration.prompt_block() if calibration is not None else "")
 
 
 def send_plan_early(rt: Runtime, spec: TaskSpec, round_no: int, directive: PlanDirective | None,
-                    blocked_tools: list[str], blocked_targets: list[str], prior_summary: str, evidence: str) -> None:
+                    blocked_tools: list[str], blocked_targets: list[BlockedTarget], prior_summary: str,
+                    evidence: str) -> None:
     """Before round ``round_no``'s subflow is created: work out its inputs and send its R2 request now.
 
     The round takes both (``rt.prepared``), so its plan task asks with the very same words and gets
@@ -98,7 +103,7 @@ def send_plan_early(rt: Runtime, spec: TaskSpec, round_no: int, directive: PlanD
 
 @flow(name="round", validate_parameters=False, log_prints=False, persist_result=False)
 async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: PlanDirective | None,
-                     blocked_tools: list[str], blocked_targets: list[str],
+                     blocked_tools: list[str], blocked_targets: list[BlockedTarget],
                      prior_summary: str = "", evidence: str = "",
                      kept: list[r4b.KeptResult] | None = None) -> OutcomeSummary | ReplanRequest:
     """Plan and run one round; return R4b's verdict for the GGS (``evidence``: the last round's calls;
@@ -161,7 +166,8 @@ def _announce(rt: Runtime, spec: TaskSpec, inputs: RoundInputs, round_no: int = 
 def served_lines(calibration: Any) -> dict[str, list[str]]:
     """Memory's own lines of a calibration (the GGS's "blocked in this task" lines, appended last, left out)
     and the contents of the SOPs among them (an SOP cut by ``max_calibration_entries`` was not seen)."""
-    own = len(calibration.must_not) - len(calibration.must_not_tools) - len(calibration.must_not_targets)
+    own = (len(calibration.must_not) - len(calibration.must_not_tools) - len(calibration.must_not_targets)
+           - len(calibration.must_not_access))
     must_not = list(calibration.must_not[:max(own, 0)])
     shown = must_not + list(calibration.prefer)
     sops = [sop.content for sop in [*calibration.sops, *calibration.tool_sops]]
@@ -218,8 +224,8 @@ def _note_repairs(rt: Runtime, round_no: int, notes: list[str]) -> None:
 
 
 async def _run_groups(runtime_id: str, rt: Runtime, round_no: int, groups: list[list[SubTask]],
-                      blocked_tools: list[str], blocked_targets: list[str],
-                      blocked_pairs: list[tuple[str, str]] = ()) -> list[SubTaskOutcome]:
+                      blocked_tools: list[str], blocked_targets: list[BlockedTarget],
+                      blocked_pairs: list[tuple[str, str, str]] = ()) -> list[SubTaskOutcome]:
     """Run sequence groups in order, each group's subtasks concurrently."""
     outcomes: list[SubTaskOutcome] = []
     index = 0

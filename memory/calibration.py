@@ -20,12 +20,13 @@ or pair under MUST NOT is dropped: MUST NOT wins.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from artoo.config.contracts import Megram, Potentials, SOPRecord
-from artoo.memory.tags import ENV_LOCAL, episode_quote, intent_space, tool_space
+from artoo.config.contracts import BlockedTarget, Megram, Potentials, SOPRecord
+from artoo.memory.tags import ENV_LOCAL, entity_target, episode_quote, intent_space, tool_space
 
 
 class Calibration(BaseModel):
@@ -35,10 +36,14 @@ class Calibration(BaseModel):
     must_not: list[str] = Field(default_factory=list, description="Merged MUST NOT lines (memory, then GGS).")
     caution: list[str] = Field(default_factory=list, description="CAUTION lines: confirm or sandbox.")
     must_not_tools: set[str] = Field(default_factory=set, description="Tools no subtask may use.")
-    must_not_targets: set[str] = Field(default_factory=set, description="Inputs no tool may be given.")
-    must_not_pairs: set[tuple[str, str]] = Field(
-        default_factory=set, description="(tool, target) pairs from memory: that tool must not be given that target."
-    )
+    must_not_targets: set[str] = Field(
+        default_factory=set, description="Inputs no tool may be given at all (blocked for reading or every access).")
+    must_not_access: set[tuple[str, str]] = Field(
+        default_factory=set, description="(target, access) blocked for one access only: write, execute or delete "
+        "(#26); the target may still be read.")
+    must_not_pairs: set[tuple[str, str, str]] = Field(
+        default_factory=set, description="(tool, target, access) from memory: that tool must not use that target "
+        "that way (``all``: any way).")
     space: str = Field("", description="The intent's memory space that was queried.")
     entity: str = Field(ENV_LOCAL, description="The entity that was queried.")
     potentials: Potentials | None = Field(None, description="QueryMK's answer for (space, entity).")
@@ -62,8 +67,11 @@ class Calibration(BaseModel):
         if self.must_not_targets:
             targets = ", ".join(sorted(self.must_not_targets))
             sections.append(f"Targets that must not be reused as tool inputs: {targets}")
+        if self.must_not_access:
+            ways = ", ".join(f"{access} {target!r}" for target, access in sorted(self.must_not_access))
+            sections.append(f"Accesses that failed (reading these targets is fine; write a new file instead): {ways}")
         if self.must_not_pairs:
-            pairs = ", ".join(f"{tool!r} on {target!r}" for tool, target in sorted(self.must_not_pairs))
+            pairs = ", ".join(_pair_words(tool, target, access) for tool, target, access in sorted(self.must_not_pairs))
             sections.append(f"Tool/target pairs that must not be used (other tools and targets are fine): {pairs}")
         return "MEMORY CALIBRATION\n" + "\n\n".join(sections) if sections else ""
 
@@ -76,6 +84,11 @@ class _Entry:
     text: str
     tool: str | None = None
     target: str | None = None
+    access: str = "all"
+
+
+def _pair_words(tool: str, target: str, access: str) -> str:
+    return f"{tool!r} on {target!r}" if access == "all" else f"{tool!r} to {access} {target!r}"
 
 
 def _numbers(p: Potentials) -> str:
@@ -110,27 +123,29 @@ def _sop_entry(sop: SOPRecord) -> _Entry:
 
 def _tool_sop_entry(sop: SOPRecord) -> _Entry:
     """A rule distilled for one (tool, target) pair: prefer it there, or never use that tool there."""
-    tool, target = _strip(sop.space, "tool:"), _strip(sop.entity, "path:")
+    tool, (target, access) = _strip(sop.space, "tool:"), entity_target(sop.entity)
     if sop.sigma > 0:
-        return _Entry("prefer", 4, sop.sigma, f"the tool {tool!r} on {target!r}: {sop.content}", tool, target)
-    text = f"use the tool {tool!r} on {target!r}: {sop.content}"
-    return _Entry("must_not", 0, abs(sop.sigma) or 1.0, text, tool, target)
+        return _Entry("prefer", 4, sop.sigma, f"the tool {_pair_words(tool, target, access)}: {sop.content}",
+                      tool, target, access)
+    text = f"use the tool {_pair_words(tool, target, access)}: {sop.content}"
+    return _Entry("must_not", 0, abs(sop.sigma) or 1.0, text, tool, target, access)
 
 
 def _strip(value: str, prefix: str) -> str:
     return value[len(prefix) :] if value.startswith(prefix) else value
 
 
-def _pair_entry(tool: str, target: str, p: Potentials) -> _Entry | None:
-    """One (tool, target) pair's line; the pair alone decides, never the tool's other pairs."""
+def _pair_entry(tool: str, target: str, access: str, p: Potentials) -> _Entry | None:
+    """One (tool, target, access) pair's line; the pair alone decides, never the tool's other pairs."""
+    words = _pair_words(tool, target, access)
     if p.action == "Avoid":
-        text = f"use the tool {tool!r} on {target!r} (failed before; {_numbers(p)})"
-        return _Entry("must_not", 3, -p.decision, text, tool=tool, target=target)
+        text = f"use the tool {words} (failed before; {_numbers(p)})"
+        return _Entry("must_not", 3, -p.decision, text, tool, target, access)
     if p.action == "Exploit":
-        return _Entry("prefer", 6, p.decision, f"the tool {tool!r} on {target!r} ({_numbers(p)})", tool, target)
+        return _Entry("prefer", 6, p.decision, f"the tool {words} ({_numbers(p)})", tool, target, access)
     if p.action == "Caution":
-        text = f"the tool {tool!r} on {target!r} has a mixed or dead-end record ({_numbers(p)})"
-        return _Entry("caution", 8, p.attention, text, tool=tool, target=target)
+        text = f"the tool {words} has a mixed or dead-end record ({_numbers(p)})"
+        return _Entry("caution", 8, p.attention, text, tool, target, access)
     return None
 
 
@@ -138,7 +153,7 @@ def _tool_entries(tool_memory: list[tuple[str, str, Potentials]]) -> list[_Entry
     entries = []
     for space, entity, p in sorted(tool_memory, key=lambda row: (row[0], row[1])):
         if space.startswith("tool:"):
-            entry = _pair_entry(_strip(space, "tool:"), _strip(entity, "path:"), p)
+            entry = _pair_entry(_strip(space, "tool:"), *entity_target(entity), p)
             if entry is not None:
                 entries.append(entry)
     return entries
@@ -150,7 +165,7 @@ def calibrate(
     potentials: Potentials,
     tool_memory: list[tuple[str, str, Potentials]],
     blocked_tools: list[str] | set[str],
-    blocked_targets: list[str] | set[str],
+    blocked_targets: Iterable[BlockedTarget | str],
     max_entries: int = 10,
     *,
     tool_sops: list[SOPRecord] = (),
@@ -166,13 +181,16 @@ def calibrate(
         entries.append(intent_entry)
     entries.sort(key=lambda e: (e.rank, -e.weight, e.text))
     kept = entries[: max(0, max_entries)]
-    tools, targets = set(blocked_tools), set(blocked_targets)
-    pairs = {(e.tool, e.target) for e in kept if e.section == "must_not" and e.tool and e.target}
+    tools, blocked = set(blocked_tools), [BlockedTarget.of(b) for b in blocked_targets]
+    targets = {b.target for b in blocked if b.access in ("all", "read")}
+    one_way = {(b.target, b.access) for b in blocked if b.access not in ("all", "read")}
+    pairs = {(e.tool, e.target, e.access) for e in kept if e.section == "must_not" and e.tool and e.target}
     kept = [e for e in kept if e.section == "must_not"
-            or (e.tool not in tools and e.target not in targets and (e.tool, e.target) not in pairs)]
+            or (e.tool not in tools and e.target not in targets and (e.tool, e.target, e.access) not in pairs)]
     must_not = [e.text for e in kept if e.section == "must_not"]
     must_not += [f"use the tool {t!r} (blocked in this task)" for t in sorted(tools)]
     must_not += [f"reuse {t!r} as a tool input (blocked in this task)" for t in sorted(targets)]
+    must_not += [f"{a} {t!r} again ({a} was refused in this task; reading it is fine)" for t, a in sorted(one_way)]
     return Calibration(
         space=intent_space(intent),
         potentials=potentials,
@@ -183,6 +201,7 @@ def calibrate(
         caution=[e.text for e in kept if e.section == "caution"],
         must_not_tools=tools,
         must_not_targets=targets,
+        must_not_access=one_way,
         must_not_pairs=pairs,
     )
 
@@ -191,7 +210,7 @@ def calibrate_from_store(
     store,
     intent: str,
     blocked_tools: list[str] | set[str],
-    blocked_targets: list[str] | set[str],
+    blocked_targets: Iterable[BlockedTarget | str],
     plan_tools: list[str] | None = None,
 ) -> Calibration:
     """Derive tags, query C and MK for the intent, the tool pairs' memory and SOPs, then calibrate."""

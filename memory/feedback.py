@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from artoo.config.contracts import SOPRecord, ToolCall
+from artoo.memory.tags import entity_target
 
 CONTRADICTING_STATES = frozenset({"change_approach", "break_symmetry"})
 """Directives that say the planned approach was logically wrong."""
@@ -48,7 +49,7 @@ def contradicted(state: str, abandon_reason: str | None, sops: Iterable[SOPRecor
         if sop.sigma <= 0:
             continue
         if sop.space.startswith("tool:"):
-            tool, target = _strip(sop.space, "tool:"), _strip(sop.entity, "path:")
+            tool, target = _strip(sop.space, "tool:"), entity_target(sop.entity)[0]
             failed = next((c for c in calls if c.tool == tool and target in c.targets
                            and not c.ok and not c.denied), None)
             if failed is not None:

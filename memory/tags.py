@@ -27,9 +27,26 @@ def tool_space(tool: str) -> str:
     return f"tool:{tool}"
 
 
-def path_entity(target: str) -> str:
-    """The micro-event entity ``path:<target>``."""
-    return f"path:{target}"
+ACCESS_PREFIXES = ("read", "write", "execute", "delete")
+"""Entity prefixes of a pair blamed for one access (#26): ``write:/w/data.csv``."""
+
+
+def path_entity(target: str, access: str = "all") -> str:
+    """The micro-event entity: ``path:<target>`` for every access, ``<access>:<target>`` for one.
+
+    Why two spellings: a Megram written before #26 says ``path:…`` and meant every access; it keeps
+    that meaning with no rewrite, and a new one blamed for a single access is a pair of its own, so
+    a refused write never lowers the potentials of reading the same file.
+    """
+    return f"path:{target}" if access == "all" else f"{access}:{target}"
+
+
+def entity_target(entity: str) -> tuple[str, str]:
+    """(target, access) of a tool pair's entity; ``path:`` (and anything else) is every access."""
+    head, sep, rest = entity.partition(":")
+    if sep and head in ACCESS_PREFIXES:
+        return rest, head
+    return (rest if sep and head == "path" else entity), "all"
 
 
 EPISODE_TRIED = "tried: "

@@ -218,7 +218,7 @@ def _written(command: str) -> set[str]:
     return written
 
 
-def _workspace_of(call: ToolCall) -> str | None:
+def call_workspace(call: ToolCall) -> str | None:
     """The folder the call's relative paths were resolved in, read back from its own targets."""
     raw = [call.input.strip()] if call.tool in PATH_TOOLS else command_paths(call.input or "")
     for word in raw:
@@ -236,7 +236,7 @@ def _signal(call: ToolCall) -> str:
     output = call.output or ""
     if call.tool != "shell" or not output:
         return output
-    return split_noise(call.input or "", output, _workspace_of(call))[0]
+    return split_noise(call.input or "", output, call_workspace(call))[0]
 
 
 def walk_notes_of(outcomes: Iterable[SubTaskOutcome]) -> list[str]:
@@ -245,7 +245,7 @@ def walk_notes_of(outcomes: Iterable[SubTaskOutcome]) -> list[str]:
     for outcome in outcomes:
         if outcome_kind(outcome) == "failed":
             notes.update(dict.fromkeys(note for c in outcome.calls if c.tool == "shell" and not c.denied
-                                       for note in walk_notes(c.input or "", c.output or "", _workspace_of(c))))
+                                       for note in walk_notes(c.input or "", c.output or "", call_workspace(c))))
     return list(notes)
 
 
@@ -283,7 +283,7 @@ def blamed_targets(call: ToolCall) -> list[str]:
     written = _written(call.input or "") if call.tool == "shell" else set()
     if call.tool == "write_file":
         written = {call.input.strip()}
-    workspace = _workspace_of(call)
+    workspace = call_workspace(call)
     found = error_paths(output, written)
     if not found and output != (call.output or ""):  # only a walk's unreadable corners: nothing failed
         return []
@@ -307,16 +307,6 @@ def _named_in_errors(target: str, output: str) -> bool:
         return False
     word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])")
     return any(word.search(line) for line in output.splitlines() if ERRNO_LINE.search(line))
-
-
-def attributed_targets(outcomes: Iterable[SubTaskOutcome]) -> list[tuple[str, str]]:
-    """(target, tool) of every call an environmental failure belongs to, first seen first."""
-    pairs: dict[str, str] = {}
-    for outcome in outcomes:
-        for call in attributed_calls(outcome):
-            for target in blamed_targets(call):
-                pairs.setdefault(target, call.tool)
-    return list(pairs.items())
 
 
 def outcome_tools(outcome: SubTaskOutcome) -> list[str]:

@@ -53,14 +53,16 @@ def _subtask_problems(n: int, sub: PlannedSubTask, tools: list[str], targets: li
 
 def validate_plan(plan: PlanAnswer, must_not_tools: set[str], must_not_targets: set[str],
                   max_subtasks: int | None = MAX_SUBTASKS, workspace: str | Path = "",
-                  must_not_pairs: Iterable[tuple[str, str]] = ()) -> list[str]:
+                  must_not_pairs: Iterable[tuple[str, ...]] = ()) -> list[str]:
     """The plan's violations of the rules and the MUST NOT set; [] when it may be dispatched.
 
     ``max_subtasks=None`` lets an oversized plan through (the caller caps it with ``cap_plan``).
     ``workspace`` anchors relative paths in the plan's text, as the tools resolve them.
     ``must_not_pairs`` (memory's (tool, target) restrictions) break a subtask only when it
     declares that tool *and* names that target; the tool elsewhere, or the target with
-    another tool, is fine.
+    another tool, is fine.  A pair (tool, target, access) blamed for writing, executing or deleting
+    only is the toolbox's to refuse at call time (#26): plan text cannot say how a step will use a
+    file it names, and reading it is allowed.
     """
     if not plan.subtasks:
         return ["the plan has no subtasks"]
@@ -69,11 +71,16 @@ def validate_plan(plan: PlanAnswer, must_not_tools: set[str], must_not_targets: 
         problems.append(f"the plan has {len(plan.subtasks)} subtasks; at most {max_subtasks} are allowed")
     tools = sorted(t.strip() for t in must_not_tools if t and t.strip())
     targets = sorted(t.strip() for t in must_not_targets if t and t.strip())
-    pairs = sorted({(tool.strip(), normalise(t, workspace) if looks_like_path(t) else t.strip())
-                    for tool, t in must_not_pairs if tool and tool.strip() and t and t.strip()})
+    pairs = sorted({(pair[0].strip(), normalise(pair[1], workspace) if looks_like_path(pair[1]) else pair[1].strip())
+                    for pair in must_not_pairs if pair[0].strip() and pair[1].strip() and _any_use(pair)})
     for n, sub in enumerate(plan.subtasks, 1):
         problems += _subtask_problems(n, sub, tools, targets, workspace, pairs)
     return problems
+
+
+def _any_use(pair: tuple[str, ...]) -> bool:
+    """A pair whose every use is refused: (tool, target) as before #26, or blamed for ``all`` or ``read``."""
+    return len(pair) < 3 or pair[2] in ("all", "read")
 
 
 def normalise_sequences(plan: PlanAnswer) -> PlanAnswer:

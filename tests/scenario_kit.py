@@ -117,3 +117,15 @@ def requests_by_schema(server) -> dict[str, int]:
         name = request.get("schema") or request.get("name")
         counts[name] = counts.get(name, 0) + 1
     return counts
+
+
+def megrams_against(store, path, tool: str = "shell", limit: int = 5) -> list:
+    """Every Megram memory holds against ``tool`` on ``path``, whichever access it blames (#26).
+
+    A check that nothing was blamed must look at every spelling (``path:``, ``read:``, ``write:`` …),
+    or it would pass for a blame written under another access."""
+    from artoo.config.contracts import ACCESSES
+    from artoo.memory.tags import path_entity
+
+    return [m for access in ("all", *ACCESSES) for m in store.recent(f"tool:{tool}", path_entity(str(path), access),
+                                                                     limit=limit)]

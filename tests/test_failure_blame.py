@@ -13,7 +13,8 @@ import pytest
 
 from artoo.config.contracts import ReplanRequest
 from artoo.config.settings import GGSParams
-from artoo.tasks.failure import attributed_targets, walk_notes_of
+from artoo.tasks.access import attributed_blocks
+from artoo.tasks.failure import walk_notes_of
 from artoo.tasks.ggs.controller import GGSController
 from artoo.tasks.roles.planner import directive_block
 from artoo.tasks.traversal import split_noise, walks
@@ -74,7 +75,7 @@ def test_split_noise(command, output, kept, skipped):
 
 
 def blame(command: str, output: str) -> list[str]:
-    return [target for target, _ in attributed_targets([outcome(calls=[shell_fail(command, output)])])]
+    return [b.target for b, _ in attributed_blocks([outcome(calls=[shell_fail(command, output)])])]
 
 
 @pytest.mark.parametrize(("command", "output", "blamed"), [
@@ -122,7 +123,7 @@ def test_what_is_still_blamed(command, output, blamed):
 def test_a_walk_that_worked_but_printed_noise_is_not_picked_as_the_failure():
     """No call failed: the call whose output has error lines is the evidence, but noise is no error line."""
     walked = call("shell", "find / -name '*.conf' 2>&1 | head -50", output=FIND_ROOT + "\n[exit code 0]")
-    assert attributed_targets([outcome(calls=[walked])]) == []
+    assert attributed_blocks([outcome(calls=[walked])]) == []
 
 
 def test_the_directive_notes_the_walk_once_and_blocks_nothing():

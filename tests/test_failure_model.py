@@ -11,8 +11,8 @@ import pytest
 
 from artoo.config.contracts import CriterionVerdict, ReplanRequest, SubTaskOutcome, ToolCall
 from artoo.config.settings import GGSParams
+from artoo.tasks.access import attributed_blocks
 from artoo.tasks.failure import (
-    attributed_targets,
     blamed_tools,
     call_targets,
     command_paths,
@@ -227,7 +227,7 @@ LAW1_NO = call("write_file", "report.md", ok=False, cls="environmental", denied=
      [("curl http://h", "shell")]),
 ])
 def test_attributed_targets(outcomes, blocked):
-    assert attributed_targets(outcomes) == blocked
+    assert [(b.target, tool) for b, tool in attributed_blocks(outcomes)] == blocked
 
 
 HEAD_OK = call("shell", "head -2 data.csv", output="id,v")

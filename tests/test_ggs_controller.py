@@ -7,7 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from artoo.config.contracts import CriterionVerdict, GapPoint, OutcomeSummary, ReplanRequest, SubTaskOutcome
+from artoo.config.contracts import (
+    BlockedTarget,
+    CriterionVerdict,
+    GapPoint,
+    OutcomeSummary,
+    ReplanRequest,
+    SubTaskOutcome,
+)
 from artoo.config.settings import GGSParams
 from artoo.tasks.ggs.controller import GGSController
 from artoo.tasks.ggs.maths import ACTION_STATES, QUANTIZATION
@@ -19,6 +26,8 @@ TASK = "find_reports"
 INTENT = "Find the quarterly reports in my documents"
 A_CSV = "read_file: /d/a.csv → ENOENT"
 B_CSV = "read_file: /d/b.csv → EACCES"
+READ_A = BlockedTarget(target="/d/a.csv", access="read")
+"""read_file failing on a.csv blames reading it, nothing else (#26)."""
 
 
 def ctrl(params: GGSParams = SPEC, now=lambda: CLOCK) -> GGSController:
@@ -86,8 +95,8 @@ def test_a_target_blocked_earlier_is_written_to_memory_once_not_every_round():
     rounds = run(controller, [rr([failing(1, 1, "environmental", [A_CSV])]), rr([failing(1, 1, "logical", ["x"])]),
                               rr([failing(1, 1, "logical", ["x"])])])
     written = [m.entity for d in rounds for m in d.megrams if m.space.startswith("tool:")]
-    assert written == ["path:/d/a.csv"]
-    assert all("/d/a.csv" in d.directive.blocked_targets for d in rounds if d.directive)  # still blocked
+    assert written == ["read:/d/a.csv"]  # a read that failed: blamed for reading only (#26)
+    assert all(READ_A in d.directive.blocked_targets for d in rounds if d.directive)  # still blocked
 
 
 @pytest.mark.parametrize("state", list(SCENARIOS))
@@ -101,7 +110,7 @@ def test_state_writes_quantized_megrams(state):
         assert megram.state == state and megram.level == "M" and megram.created_at == CLOCK
         assert re.fullmatch(r"[0-9a-f]{32}", megram.id)
         if state in ACTION_STATES:
-            assert megram.space.startswith("tool:") and megram.entity.startswith("path:")
+            assert megram.space.startswith("tool:") and megram.entity.startswith("read:")
         else:
             assert (megram.space, megram.entity) == ("intent:find_the_quarterly", "env:local")
     assert len({m.id for m in decision.megrams}) == count
@@ -125,8 +134,8 @@ def test_terminal_megram_says_what_was_tried_and_what_happened():
 
 def test_action_megrams_tag_tool_and_target():
     first, second = run(ctrl(), SCENARIOS["change_approach"][0])
-    assert [(m.space, m.entity) for m in first.megrams] == [("tool:read_file", "path:/d/a.csv")]
-    assert [(m.space, m.entity) for m in second.megrams] == [("tool:read_file", "path:/d/b.csv")]
+    assert [(m.space, m.entity) for m in first.megrams] == [("tool:read_file", "read:/d/a.csv")]
+    assert [(m.space, m.entity) for m in second.megrams] == [("tool:read_file", "read:/d/b.csv")]
 
 
 def test_naive_clock_is_taken_as_utc():
@@ -178,7 +187,7 @@ def test_one_of_four_failing_is_success():
 def test_outright_executor_failure_is_never_success():
     decision = ctrl().evaluate(rr([out("failed", cls="environmental", tools=[A_CSV])]), 0)
     assert (decision.loss.D, decision.loss.P) == (1.0, 0.0)
-    assert decision.state == "change_path" and decision.directive.blocked_targets == ["/d/a.csv"]
+    assert decision.state == "change_path" and decision.directive.blocked_targets == [READ_A]
 
 
 def test_output_falls_back_to_matched_outputs():
@@ -257,8 +266,8 @@ def test_blocked_targets_accumulate_across_rounds():
                                     failing(1, 1, "logical", ["shell: wc -l x → 0"], "l")]), 0)
     calls = [B_CSV, "shell: curl http://h → timeout"]
     second = controller.evaluate(rr([failing(1, 1, "environmental", calls)]), 0)
-    assert first.directive.blocked_targets == ["/d/a.csv"]
-    assert second.directive.blocked_targets == ["/d/a.csv", "curl http://h"]
+    assert first.directive.blocked_targets == [READ_A]
+    assert second.directive.blocked_targets == [READ_A, BlockedTarget(target="curl http://h")]  # a query: every use
     assert [(m.space, m.entity) for m in second.megrams][-1] == ("tool:shell", "path:curl http://h")
 
 
@@ -306,7 +315,7 @@ def test_directive_fields_and_trajectory():
 def test_log_line_names_everything():
     line = run(ctrl(), SCENARIOS["change_approach"][0])[-1].log_line
     for part in ("round=2", "D=1.000", "P=0.667", "Ω=", "L=", "∇L=+", "directive=change_approach",
-                 "urgency=high", "blocked_tools=[shell, glob]", "blocked_targets=[/d/a.csv, /d/b.csv]"):
+                 "urgency=high", "blocked_tools=[shell, glob]", "blocked_targets=[/d/a.csv (read), /d/b.csv (read)]"):
         assert part in line
 
 

@@ -65,3 +65,56 @@ def test_a_run_on_the_old_home_extends_memory_and_the_chain(old_home: Path, pref
     with MemoryStore(old_home) as store:
         store.ingest()
         assert store.stats()["total"] > 4
+
+
+ARCHIVE_R3 = Path(__file__).parent / "data" / "home-r3-duckdb2.0.0.tar.gz"
+"""The home of main at 2f69dea, the last release before the access-aware blame (#26): one ``artoo run`` of
+the read-only ``data.csv`` story (tests/test_access_story.py), which that release abandoned.  Its audit log
+and decision log hold PlanDirectives whose ``blocked_targets`` are bare strings, and its spool a
+``tool:shell`` Megram on ``path:…/data.csv``: a blame of every access."""
+OLD_WORKSPACE = "/tmp/r3gen/test_a_refused_write_leaves_th0/workspace"
+
+
+@pytest.fixture
+def r3_home(artoo_env: Path) -> Path:
+    """The last release's home (before #26), unpacked where ARTOO_HOME points."""
+    with tarfile.open(ARCHIVE_R3) as archive:
+        archive.extractall(artoo_env, filter="data")
+    return artoo_env / "home"
+
+
+def test_old_blames_keep_every_access_after_the_contract_change(r3_home: Path):
+    from artoo.config.contracts import BlockedTarget, PlanDirective
+    from artoo.memory.tags import entity_target
+
+    with MemoryStore(r3_home) as store:
+        store.ingest()
+        pairs = store.pairs_with_space_prefix("tool:")
+    assert [(space, entity_target(entity)) for space, entity, _ in pairs] == [
+        ("tool:shell", (f"{OLD_WORKSPACE}/data.csv", "all"))]  # not rewritten, not lost: every access, as it meant
+    records = [json.loads(line) for line in (r3_home / "audit" / "audit.jsonl").read_text().splitlines()]
+    directives = [PlanDirective.model_validate(r["payload"]) for r in records if r["message"] == "plan_directive"]
+    assert len(directives) == 3  # the old bus messages still parse as the contract
+    assert {b for d in directives for b in d.blocked_targets} == {BlockedTarget(target=f"{OLD_WORKSPACE}/data.csv")}
+    assert all(b.access == "all" for d in directives for b in d.blocked_targets)
+
+
+def test_the_old_audit_chain_decision_log_and_directives_still_read(r3_home: Path):
+    code, out, _ = run_cli("audit", "verify")
+    assert code == 0 and "intact" in out
+    code, out, _ = run_cli("log")
+    assert code == 0 and "change_path" in out
+
+
+def test_a_run_on_the_old_home_keeps_the_old_blame_beside_the_new_one(r3_home: Path, scripted, artoo_env: Path,
+                                                                      prefect_api: str):
+    from tests.test_access_story import run_story
+
+    run_story(scripted, artoo_env)
+    code, out, _ = run_cli("audit", "verify")
+    assert code == 0 and "intact" in out
+    with MemoryStore(r3_home) as store:
+        store.ingest()
+        entities = sorted(entity for _, entity, _ in store.pairs_with_space_prefix("tool:"))
+    assert entities[0] == f"path:{OLD_WORKSPACE}/data.csv"  # the old blame, every access
+    assert entities[1].startswith("write:") and entities[1].endswith("/workspace/data.csv")  # the new: writing only

@@ -64,16 +64,23 @@ SHELL_ELSEWHERE = [  # another task's change_approach, twice on one path, once o
 @pytest.mark.parametrize(
     ("tool_memory", "pairs", "section_lines"),
     [
-        (SHELL_ELSEWHERE, {("shell", "/srv/x"), ("shell", "/srv/y/app.log")},
+        (SHELL_ELSEWHERE, {("shell", "/srv/x", "all"), ("shell", "/srv/y/app.log", "all")},
          {"must_not": ["'shell' on '/srv/x'", "'shell' on '/srv/y/app.log'"]}),
         ([(tool_space("read"), path_entity("/secret"), pot(0.9, -0.9)),  # fails on one target...
           (tool_space("read"), path_entity("/a"), pot(1.6, 1.6))],  # ...works on another: both said
-         {("read", "/secret")}, {"must_not": ["'read' on '/secret'"], "prefer": ["'read' on '/a'"]}),
+         {("read", "/secret", "all")}, {"must_not": ["'read' on '/secret'"], "prefer": ["'read' on '/a'"]}),
         ([(tool_space("read"), path_entity("/b"), pot(0.9, 0.0))], set(), {"caution": ["'read' on '/b'"]}),
         ([(tool_space("write"), path_entity("/c"), pot(0.2, -0.2))], set(), {}),  # too faint: ignored
         ([(tool_space("shell"), path_entity("/srv/x"), pot(1.7, -1.7)),  # MUST NOT wins over the same pair's
           (tool_space("shell"), path_entity("/srv/x"), pot(1.7, 1.7))],  # prefer (never happens from one store)
-         {("shell", "/srv/x")}, {"must_not": ["'shell' on '/srv/x'"]}),
+         {("shell", "/srv/x", "all")}, {"must_not": ["'shell' on '/srv/x'"]}),
+        # a pair blamed for one access (#26) restricts that access only, and says so
+        ([(tool_space("shell"), path_entity("/w/data.csv", "write"), pot(0.9, -0.9))],
+         {("shell", "/w/data.csv", "write")}, {"must_not": ["'shell' to write '/w/data.csv'"]}),
+        ([(tool_space("shell"), path_entity("/w/data.csv", "write"), pot(0.9, -0.9)),  # refused writes...
+          (tool_space("shell"), path_entity("/w/data.csv", "read"), pot(1.6, 1.6))],  # ...reads that worked
+         {("shell", "/w/data.csv", "write")},
+         {"must_not": ["'shell' to write '/w/data.csv'"], "prefer": ["'shell' to read '/w/data.csv'"]}),
     ],
 )
 def test_tool_memory_restricts_a_tool_on_a_target_never_the_tool(tool_memory, pairs, section_lines):
@@ -154,11 +161,11 @@ def test_from_store_queries_intent_and_plan_tools(tmp_path):
     store.ingest()
     full = calibrate_from_store(store, intent, [], [])
     assert full.must_not_tools == set()
-    assert full.must_not_pairs == {("shell", "/var/log"), ("grep", "/var/log")}
+    assert full.must_not_pairs == {("shell", "/var/log", "all"), ("grep", "/var/log", "all")}
     assert "c2" in full.prefer and any("worked before" in line for line in full.prefer)
     assert [s.id for s in full.sops] == ["m2"]
     planned = calibrate_from_store(store, intent, ["curl"], [], plan_tools=["grep"])
-    assert planned.must_not_tools == {"curl"} and planned.must_not_pairs == {("grep", "/var/log")}
+    assert planned.must_not_tools == {"curl"} and planned.must_not_pairs == {("grep", "/var/log", "all")}
     store.close()
 
 
@@ -206,7 +213,7 @@ def test_intent_line_quotes_the_episode_that_explains_it(potentials, episodes, s
 
 @pytest.mark.parametrize(
     ("sigma", "section", "pairs"),
-    [(1.0, "prefer", set()), (-1.0, "must_not", {("shell", "/var/log/archive")})],
+    [(1.0, "prefer", set()), (-1.0, "must_not", {("shell", "/var/log/archive", "all")})],
 )
 def test_tool_pair_sops_are_read(sigma, section, pairs):
     rule = SOPRecord(id="r", space="tool:shell", entity="path:/var/log/archive", content="use zgrep", sigma=sigma)

@@ -22,7 +22,7 @@ from artoo.memory.tags import ENV_LOCAL, episode_content, intent_space
 from artoo.tasks.tools import overlay, sandbox
 from tests.conftest import final_from, run_cli
 from tests.run_graph import subflow_names
-from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
+from tests.scenario_kit import agent, call, done, megrams_against, plan, scenario, spec, subtask, task_verdict, verdict
 from tests.test_replan_stories import bodies, must_not, offered, prompt
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
@@ -299,7 +299,7 @@ def test_a_script_deleting_a_users_file_mid_plan_is_refused_and_the_next_round_w
     assert "[changes committed]" in reply and "sorted.txt" in reply and "LAW1" not in reply
     assert final["summary"].count("denied: ") == 1  # round 1's refusal only: round 2 asked nothing
     with MemoryStore(artoo_env / "home") as store:
-        assert store.recent("tool:shell", f"path:{ws / 'notes' / 'old.txt'}", limit=5) == []
+        assert megrams_against(store, ws / 'notes' / 'old.txt') == []
 
 
 @needs_overlay

@@ -16,7 +16,7 @@ import pytest
 
 from artoo.memory.store import MemoryStore
 from artoo.tasks.tools import overlay, sandbox
-from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
+from tests.scenario_kit import agent, call, done, megrams_against, plan, scenario, spec, subtask, task_verdict, verdict
 from tests.test_replan_redteam import run_json, tool_reply, turns
 from tests.test_replan_stories import bodies, must_not, prompt
 
@@ -27,9 +27,9 @@ pytestmark = [pytest.mark.usefixtures("prefect_api"),
 
 
 def remembered(home: Path, *paths: Path) -> list[int]:
-    """How many shell Megrams memory holds against each path."""
+    """How many shell Megrams memory holds against each path, whichever access they blame (#26)."""
     with MemoryStore(home) as store:
-        return [len(store.recent("tool:shell", f"path:{p}", limit=5)) for p in paths]
+        return [len(megrams_against(store, p)) for p in paths]
 
 
 def test_a_find_that_met_an_unreadable_folder_may_prune_it_next_round(scripted, artoo_env: Path, monkeypatch):

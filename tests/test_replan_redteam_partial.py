@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 
 from artoo.memory.store import MemoryStore
+from artoo.memory.tags import path_entity
 from artoo.tasks.tools import overlay, sandbox
 from tests.conftest import final_from
 from tests.run_graph import subflow_names
-from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
+from tests.scenario_kit import agent, call, done, megrams_against, plan, scenario, spec, subtask, task_verdict, verdict
 from tests.test_replan_redteam import run_json, tool_reply, turns
 from tests.test_replan_stories import bodies, must_not, offered, prompt
 
@@ -76,7 +77,7 @@ def test_a_claimed_backup_over_a_failed_tar_blames_the_missing_folder_not_the_us
         assert sorted(archive.getnames()) == ["Pictures", "Pictures/cat.jpg", "notes.txt"]
     assert (ws / "notes.txt").read_text() == "meeting at ten\n"
     with MemoryStore(artoo_env / "home") as store:
-        kept = {name: len(store.recent("tool:shell", f"path:{ws / name}", limit=5))
+        kept = {name: len(megrams_against(store, ws / name))
                 for name in ("notes.txt", "backup.tgz", "photos")}
     assert kept == {"notes.txt": 0, "backup.tgz": 0, "photos": 1}
     assert server.unused() == {}
@@ -162,9 +163,9 @@ def test_a_planner_that_resends_the_rejected_plan_is_stopped_by_the_budget_and_t
     assert "the replan budget is spent (3 of 3" in summary and f"reuses blocked target '{typo}'" in summary
     assert c in summary.split("still unmet: ", 1)[1]  # the user's goal, not only "produce a valid plan"
     assert f"Resolve the unmet criterion: {c}" in final["next_steps"]
-    assert f"Check these inputs, which failed for environmental reasons: {typo}" in final["next_steps"]
+    assert f"Check these inputs, which failed for environmental reasons: {typo} (read)" in final["next_steps"]
     with MemoryStore(artoo_env / "home") as store:  # one failure, one Megram: the rejected rounds ran nothing
-        assert len(store.recent("tool:shell", f"path:{typo}", limit=5)) == 1
+        assert len(store.recent("tool:shell", path_entity(typo, "read"), limit=5)) == 1  # a missing input: read
     assert server.unused() == {}
 
 
@@ -240,7 +241,7 @@ def test_a_refused_rm_leaves_the_move_allowed_and_a_move_into_a_missing_folder_b
     assert "mv: target 'archive/': No such file or directory" in third  # the planner sees why
     assert len(bodies(server, "Plan")) == 3 and server.unused() == {}
     with MemoryStore(artoo_env / "home") as store:  # neither the "no" nor the missing folder is a failed target
-        assert [store.recent("tool:shell", f"path:{ws / p}", limit=5) for p in
+        assert [megrams_against(store, ws / p) for p in
                 ("archive", "logs/2023-*.log", "logs/2023-01.log")] == [[]] * 3
 
 
@@ -275,7 +276,7 @@ def test_a_cd_into_the_missing_report_folder_lets_the_next_round_create_it(scrip
     assert "[exit code 0]" in tool_reply(turns(server, "create reports/ and count into it")[1])
     assert (ws / "reports" / "summary.md").read_text() == "2\n"
     with MemoryStore(artoo_env / "home") as store:
-        assert [store.recent("tool:shell", f"path:{ws / p}", limit=5) for p in ("reports", "app.log")] == [[]] * 2
+        assert [megrams_against(store, ws / p) for p in ("reports", "app.log")] == [[]] * 2
     assert server.unused() == {}
 
 
@@ -309,7 +310,7 @@ def test_sorting_the_users_csv_onto_itself_is_refused_and_the_next_round_reads_i
     reply = tool_reply(turns(server, "sort data.csv into sorted.csv")[1])
     assert "[changes committed]" in reply and "LAW1" not in reply
     with MemoryStore(artoo_env / "home") as store:
-        assert store.recent("tool:shell", f"path:{ws / 'data.csv'}", limit=5) == []
+        assert megrams_against(store, ws / "data.csv") == []
     assert server.unused() == {}
 
 
@@ -352,8 +353,8 @@ def test_a_report_claimed_over_a_pipeline_that_read_nothing_blocks_the_missing_l
     assert "[exit code 0]" in reply and "LAW1" not in reply and "refused" not in reply
     assert " ".join((ws / "report.md").read_text().split()) == "2 ERROR disk 1 ERROR net"
     with MemoryStore(artoo_env / "home") as store:
-        kept = [len(store.recent("tool:shell", f"path:{p}", limit=5)) for p in (gone, ws / "report.md")]
-    assert kept == [1, 0]
+        kept = [len(megrams_against(store, p)) for p in (gone, ws / "report.md")]
+    assert kept == [1, 0]  # the missing log: never the report
     assert server.unused() == {}
 
 
@@ -395,5 +396,5 @@ def test_sed_in_place_on_a_read_only_folder_leaves_the_users_file_readable(scrip
     assert (ws / "todo.txt").read_text() == "buy milk\ncall Robert\n"
     assert (ws / "shared" / "todo.txt").read_text() == "buy milk\ncall bob\n"
     with MemoryStore(artoo_env / "home") as store:
-        assert store.recent("tool:shell", f"path:{ws / 'shared' / 'todo.txt'}", limit=5) == []
+        assert megrams_against(store, ws / "shared" / "todo.txt") == []
     assert server.unused() == {}

@@ -14,7 +14,7 @@ import pytest
 
 from artoo.memory.store import MemoryStore
 from tests.conftest import final_from, run_cli
-from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
+from tests.scenario_kit import agent, call, done, megrams_against, plan, scenario, spec, subtask, task_verdict, verdict
 from tests.test_replan_redteam import tool_reply, turns
 from tests.test_replan_stories import bodies, must_not, prompt
 
@@ -219,4 +219,4 @@ def test_a_report_written_into_a_missing_folder_is_written_there_next_round(scri
     assert (ws / out).read_text() == "2\n" and (ws / "app.log").read_text() == "ok\nERROR disk\nok\nERROR net\n"
     assert server.unused() == {}
     with MemoryStore(artoo_env / "home") as store:  # nor does memory hold the deliverable against later tasks
-        assert [store.recent("tool:shell", f"path:{ws / p}", limit=5) for p in (out, "reports", "app.log")] == [[]] * 3
+        assert [megrams_against(store, ws / p) for p in (out, "reports", "app.log")] == [[]] * 3

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from artoo.config.contracts import (
+    BlockedTarget,
     CriterionVerdict,
     FinalResult,
     Loss,
@@ -30,7 +31,8 @@ from artoo.config.contracts import (
 )
 from artoo.config.settings import GGSParams, load_settings
 from artoo.memory.tags import ENV_LOCAL, episode_content, intent_space, path_entity, tool_space
-from artoo.tasks.failure import attributed_targets, blamed_tools, outcome_counts, refusals, walk_notes_of
+from artoo.tasks.access import attributed_blocks
+from artoo.tasks.failure import blamed_tools, outcome_counts, refusals, walk_notes_of
 from artoo.tasks.ggs.maths import (
     ACTION_STATES,
     LOGICAL_STATES,
@@ -93,8 +95,9 @@ class GGSController:
         self._l_prev: float | None = None
         self._worsening = 0
         self._prev_directive = "init"
-        self._targets: dict[str, str] = {}
-        self._new_targets: dict[str, str] = {}
+        self._targets: dict[BlockedTarget, str] = {}
+        """Every (target, access) blamed in this task, and the tool whose call failed there."""
+        self._new_targets: dict[BlockedTarget, str] = {}
         self._refused: dict[str, None] = {}
         self._tools_ever: dict[str, None] = {}
         self._tried: dict[str, None] = {}
@@ -190,10 +193,11 @@ class GGSController:
     def _accumulate_targets(self, outcomes: list[SubTaskOutcome]) -> None:
         """The targets of the calls an environmental failure belongs to join blocked_targets for the task.
 
-        Only the call that failed is blamed (artoo.tasks.failure): a file read fine beside a
-        failing write stays usable, and a Law-1 denial is a constraint, never a failed target.
+        Only the call that failed is blamed (artoo.tasks.failure), and only for the access that failed
+        (artoo.tasks.access): a file read fine beside a failing write stays usable, a write refused on a
+        read-only file leaves it readable, and a Law-1 denial is a constraint, never a failed target.
         """
-        self._new_targets = {t: tool for t, tool in attributed_targets(outcomes) if t not in self._targets}
+        self._new_targets = {b: tool for b, tool in attributed_blocks(outcomes) if b not in self._targets}
         self._targets.update(self._new_targets)
 
     def _blocked_tools(self, state: str, outcomes: list[SubTaskOutcome]) -> list[str]:
@@ -264,7 +268,7 @@ class GGSController:
         steps = [f"Resolve the unmet criterion: {c}" for c in unmet[:3]]
         if self._targets:
             steps.append("Check these inputs, which failed for environmental reasons: "
-                         + ", ".join(list(self._targets)[:5]))
+                         + ", ".join(b.label() for b in list(self._targets)[:5]))
         if self._tools_ever:
             steps.append("Try a method that does not rely on: " + ", ".join(self._tools_ever))
         if self._refused:
@@ -292,10 +296,10 @@ class GGSController:
                            state=state, f=f, sigma=sigma, k=k)]
         return [
             Megram(id=uuid.uuid4().hex, created_at=created, space=tool_space(tool),
-                   entity=path_entity(target),
-                   content=f"{state}: {tool} on {target} failed (task {self.task_id}, round {round_})",
+                   entity=path_entity(blocked.target, blocked.access),
+                   content=f"{state}: {tool} on {blocked.label()} failed (task {self.task_id}, round {round_})",
                    state=state, f=f, sigma=sigma, k=k)
-            for target, tool in self._new_targets.items()
+            for blocked, tool in self._new_targets.items()
         ]
 
     def _log_line(self, state: str, reading: _Reading, tools: list[str]) -> str:
@@ -303,7 +307,7 @@ class GGSController:
                 f"Ω={reading.omega:.3f} L={reading.L:.3f} ∇L={reading.grad:+.3f} directive={state} "
                 f"urgency={reading.urgency} outcomes=[{_counts(reading.outcomes)}] "
                 f"law1_wait={reading.paused_ms / 1000:.1f}s (not in Ω) blocked_tools=[{', '.join(tools)}] "
-                f"blocked_targets=[{', '.join(self._targets)}]")
+                f"blocked_targets=[{', '.join(b.label() for b in self._targets)}]")
 
 
 TRIED_KEPT = 6

@@ -10,7 +10,7 @@ The prompt is built by pure functions so it can be inspected without a model.
 
 from __future__ import annotations
 
-from artoo.config.contracts import FinalResult, PlanDirective, SubTaskOutcome, TaskSpec
+from artoo.config.contracts import BlockedTarget, FinalResult, PlanDirective, SubTaskOutcome, TaskSpec
 from artoo.config.protocol import FailureReport, PlanAnswer
 from artoo.tasks.roles.prompting import as_text, cap, fence_untrusted, system, user, working_folder
 
@@ -85,12 +85,22 @@ def directive_block(directive: PlanDirective) -> str:
         f"Most persistent failing criterion: {directive.failed_criterion or '(none named)'}",
         f"Rationale: {directive.rationale or '(none given)'}",
         f"Blocked tools: {', '.join(directive.blocked_tools) or 'none'}",
-        f"Blocked targets: {', '.join(directive.blocked_targets) or 'none'}",
+        f"Blocked targets: {', '.join(b.label() for b in directive.blocked_targets) or 'none'}",
+        *_one_way_lines(directive.blocked_targets),
         *_refused_lines(directive.refused),
         f"Loss: D={loss.D:.3f} P={loss.P:.3f} Omega={loss.Omega:.3f} L={loss.L:.3f} "
         f"gradL={directive.grad_l:+.3f} budget_pressure={directive.budget_pressure:.3f}",
         URGENCY[directive.urgency],
     ])
+
+
+def _one_way_lines(blocked: list[BlockedTarget]) -> list[str]:
+    """Targets blocked for one access only (#26): the planner may still use them the other ways."""
+    one_way = [b for b in blocked if b.access not in ("all", "read")]
+    if not one_way:
+        return []
+    return [f"Only the {b.access} failed for {b.target}: the plan may still read it (write a new file instead)."
+            for b in one_way]
 
 
 def _refused_lines(refused: list[str]) -> list[str]:

@@ -34,11 +34,13 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from artoo.config.contracts import BlockedTarget
 from artoo.config.settings import Settings
-from artoo.tasks.failure import call_targets, looks_like_path, normalise
+from artoo.tasks.access import blocked_by_target, call_accesses, pairs_by_access, refusal
+from artoo.tasks.failure import call_targets
 from artoo.tasks.law1 import changes as law1_changes
 from artoo.tasks.law1.judge import PolicyVerdict, judge_command, judge_write, real_exists
 from artoo.tasks.tools import blocks, changeset, doors, files, overlay, sandbox, shell
@@ -53,18 +55,18 @@ class ToolBox:
     """The executor's tools for one subtask, with GGS blocks and the Law-1 gate applied."""
 
     def __init__(self, settings: Settings, workspace: Path, gate: Gate, blocked_tools: set[str] = frozenset(),
-                 blocked_targets: set[str] = frozenset(), allowed_roots: list[Path] | None = None, *,
+                 blocked_targets: Iterable[BlockedTarget | str] = frozenset(),
+                 allowed_roots: list[Path] | None = None, *,
                  search_url: str = DDG_URL, network: bool = False, write_roots: list[Path] | None = None,
                  sandbox_mode: str | None = None, limits: sandbox.Limits | None = None,
                  recorder: Callable[[dict], None] | None = None,
-                 blocked_pairs: set[tuple[str, str]] = frozenset(), created: set[str] | None = None) -> None:
+                 blocked_pairs: Iterable[tuple[str, ...]] = frozenset(), created: set[str] | None = None) -> None:
         self.settings = settings
         self.workspace = Path(workspace).expanduser()
         self.gate = gate
         self.blocked_tools = set(blocked_tools)
-        self.blocked_targets = {normalise(t, self.workspace) if looks_like_path(t) else t.strip()
-                                for t in blocked_targets if t and t.strip()}
-        """Normalised as call targets are (artoo.tasks.failure), so they match exactly, never by substring."""
+        self.blocked_targets = blocked_by_target(blocked_targets, self.workspace)
+        """Target → the accesses blocked (#26), normalised as call targets are: matched exactly, never by substring."""
         self.allowed_roots = allowed_roots
         self.read_roots = [Path(r).expanduser() for r in allowed_roots or [self.workspace, Path.home()]]
         self.write_roots = [Path(r).expanduser() for r in write_roots or [self.workspace]]
@@ -82,9 +84,8 @@ class ToolBox:
         self._described = False
         self._law1_said: set[str] = set()
         self._view_choice: overlay.Choice | None = None
-        self.blocked_pairs = {(tool, normalise(t, self.workspace) if looks_like_path(t) else t.strip())
-                              for tool, t in blocked_pairs if tool and t and t.strip()}
-        """(tool, target) pairs memory says failed: that tool may not take that target; others may."""
+        self.blocked_pairs = pairs_by_access(blocked_pairs, self.workspace)
+        """(tool, target, access) memory says failed: that tool may not use that target that way; others may."""
         self.recorder = recorder
         """Told every call with its arguments, output and exit status (the decision log)."""
         self._exit_code: int | None = None
@@ -120,17 +121,9 @@ class ToolBox:
         if not isinstance(value, str) or not value.strip():
             return self._result(name, shown, ToolError(f"tool {name} needs a non-empty string argument "
                                                        f"{key!r}", "logical"))
-        targets = call_targets(name, value, self.workspace)  # exact normalised targets, never a substring
-        target = next((t for t in targets if t in self.blocked_targets), None)
-        if target is not None:
-            return self._result(name, value, ToolError(
-                f"{name} refused: {value!r} involves {target!r}, a target the GGS blocked for this round "
-                "(it failed before); use a different target", "environmental"))
-        pair = next((t for t in targets if (name, t) in self.blocked_pairs), None)  # that tool there only
-        if pair is not None:
-            return self._result(name, value, ToolError(
-                f"{name} refused: memory says {name} on {pair!r} failed before; use another tool for it, "
-                "or another target", "logical"))
+        refusal = self._blocked(name, value)
+        if refusal is not None:
+            return self._result(name, value, refusal)
         try:
             output = await self._dispatch(name, value, args)
         except ToolError as exc:
@@ -140,6 +133,12 @@ class ToolBox:
         if name == "search":
             self.network = True  # the subtask needs the web: its shell commands may fetch what it found
         return self._result(name, value, output)
+
+    def _blocked(self, name: str, value: str) -> ToolError | None:
+        """The refusal of a call that uses a blocked target or memory pair the way that failed (#26)."""
+        found = refusal(name, value, call_accesses(name, value, self.workspace), self.blocked_targets,
+                        self.blocked_pairs)
+        return None if found is None else ToolError(*found)
 
     def _result(self, name: str, shown: str, outcome: str | ToolError) -> ToolResult:
         result = self._shaped(name, shown, outcome)

@@ -164,7 +164,7 @@ def test_each_round_logs_its_ggs_line(control_room: Room):
         lines = [m for m in log_lines(client, ids) if m.startswith("ggs ")]
     assert len(lines) == 2, lines
     assert re.match(r"ggs task=count_notes round=1 D=1\.000 P=0\.000 .* directive=change_path ", lines[0])
-    assert re.search(r"blocked_targets=\[/\S*/missing/notes\.txt\]", lines[0])  # the path, not the command (#13)
+    assert re.search(r"blocked_targets=\[/\S*/missing/notes\.txt \(read\)\]", lines[0])  # the path (#13), read (#26)
     assert re.match(r"ggs task=count_notes round=2 D=0\.000 .* directive=accept ", lines[1])
 
 
