@@ -31,6 +31,7 @@ from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settin
 from artoo.bench.env import prefect_mode, stderr_to
 from artoo.bench.report import Figure, Section, fmt, table
 from artoo.bench.runs import median
+from artoo.config import compat
 
 OURS_FLOW = {"validate_parameters": False, "log_prints": False, "persist_result": False}
 OURS_TASK = {"cache_policy": NO_CACHE, "retries": 0, "persist_result": False}
@@ -94,7 +95,8 @@ class Candidate:
 
 
 def _named(f):
-    return f.with_options(flow_run_name="bench · empty")
+    """Named as artoo names its rounds and subtasks (``compat.named``: Prefect creates, then renames)."""
+    return compat.named(f, "bench · empty")
 
 
 CANDIDATES = [

@@ -27,11 +27,9 @@ names the wrapper when the pinned behaviour changes:
   socket transport's callback or in a task other than the flow's (logged as "Fatal write error on
   socket transport"), so an async flow can miss that one signal and run on until the SIGKILL.  The
   wrapper repeats the SIGTERM while the process lives.
-* :func:`named_at_creation`: a subflow run created with its name (Prefect creates it unnamed and
-  renames it in a second write) and without the look-up for an earlier run of a parent that is not
-  being re-run, and without upserting the flow again once its id is known: three API round trips
-  fewer per round and subtask subflow, on the critical path between LLM calls.  Only flows named
-  through :func:`named` take that path.
+* :func:`drain_events`: wait until Prefect's events worker has shipped what was emitted
+  (``EventsWorker.drain_all``, a classmethod of an internal module), so the Auditor reads a run's
+  messages back complete.
 
 Prefect is imported inside the functions: this module sits at the bottom layer and costs nothing
 to import.
@@ -188,94 +186,23 @@ class FixedRunName:
 
 
 def named(flow: Any, name: str) -> Any:
-    """``flow`` whose next runs are named ``name`` at creation (a shallow copy; ``flow`` is unchanged).
+    """``flow`` whose next runs are named ``name`` (a shallow copy; ``flow`` is unchanged).
 
-    ``Flow.with_options(flow_run_name=…)`` rebuilds the flow, its parameter schema included (≈ 15 ms
-    of CPU per call on this machine); a copy with the one attribute changed costs microseconds.
+    Public API only (#27): Prefect creates the run and renames it to ``name`` in a second write, as it
+    does for any flow with a ``flow_run_name``; ``artoo bench --only flow_runs`` measures what that
+    costs per subflow.  ``Flow.with_options(flow_run_name=…)`` would rebuild the flow, its parameter
+    schema included (≈ 15 ms of CPU per call on this machine); a copy with the one public attribute
+    changed costs microseconds.
     """
     import copy
 
-    named_at_creation()
     clone = copy.copy(flow)
     clone.flow_run_name = FixedRunName(name)
     return clone
 
 
-def named_at_creation() -> None:
-    """Make Prefect's async flow engine create a :func:`named` flow's run with its name (idempotent)."""
-    from prefect.flow_engine import AsyncFlowRunEngine
+def drain_events(timeout: float) -> None:
+    """Block until Prefect's events worker has shipped every queued event, or ``timeout`` seconds pass."""
+    from prefect.events.worker import EventsWorker
 
-    if not getattr(AsyncFlowRunEngine.create_flow_run, "artoo_named", False):
-        AsyncFlowRunEngine.create_flow_run = _create_named(AsyncFlowRunEngine.create_flow_run)
-
-
-def _create_named(original: Any) -> Any:
-    """Prefect 3.8.8's ``AsyncFlowRunEngine.create_flow_run`` for a FixedRunName: the name in the create call,
-    and the parent's earlier subflow run looked up only when the parent is being re-run (Prefect's own test)."""
-
-    async def create_flow_run(self: Any, client: Any) -> Any:
-        if not isinstance(self.flow.flow_run_name, FixedRunName):
-            return await original(self, client)
-        from prefect import Task
-        from prefect._flow_run_suspension import raise_if_flow_run_suspension_requested
-        from prefect.context import FlowRunContext, TagsContext
-
-        context = FlowRunContext.get()
-        parent_task_run = None
-        if context:
-            raise_if_flow_run_suspension_requested()
-            tracking = Task(name=self.flow.name, fn=self.flow.fn, version=self.flow.version)
-            tracking._is_subflow_tracking_task = True
-            parent_task_run = await tracking.create_run(flow_run_context=context, parameters=self.parameters,
-                                                        wait_for=self.wait_for)
-            rerunning = getattr(context.flow_run, "run_count", 0) > 1
-            if rerunning and (earlier := await self.load_subflow_run(parent_task_run=parent_task_run, client=client,
-                                                                     context=context)):
-                return earlier
-        run = await _create_run(client, self.flow, self.flow.flow_run_name.name,
-                                self.flow.serialize_parameters(self.parameters or {}),
-                                getattr(parent_task_run, "id", None), TagsContext.get().current_tags)
-        self._flow_run_name_set = True  # Prefect's engine would rename it otherwise
-        return run
-
-    create_flow_run.artoo_named = True
-    return create_flow_run
-
-
-_FLOW_IDS: dict[tuple[str, str], Any] = {}
-"""(API URL, flow name) → the flow's id on that server: Prefect's client upserts the flow (one more write) per run."""
-
-
-async def _create_run(client: Any, flow: Any, name: str, parameters: dict, parent_task_run_id: Any,
-                      tags: Any) -> Any:
-    """``client.create_flow_run`` for a flow whose id this process already knows: the flow-run write alone.
-
-    The first run of a flow on a server goes through Prefect's client (which creates the flow) and
-    remembers the id; a remembered id the server refuses (its database was replaced) is forgotten and
-    the run created Prefect's way.
-    """
-    import httpx
-    from prefect.client.schemas.actions import FlowRunCreate
-    from prefect.client.schemas.objects import FlowRun, FlowRunPolicy
-    from prefect.states import Pending, to_state_create
-
-    key = (str(client.api_url), flow.name)
-    if (flow_id := _FLOW_IDS.get(key)) is not None:
-        body = FlowRunCreate(flow_id=flow_id, flow_version=flow.version, name=name, parameters=parameters,
-                             context={}, tags=list(tags or []), parent_task_run_id=parent_task_run_id,
-                             state=to_state_create(Pending()),
-                             empirical_policy=FlowRunPolicy(retries=flow.retries,
-                                                            retry_delay=int(flow.retry_delay_seconds or 0)))
-        try:
-            response = await client.request("POST", "/flow_runs/", json=body.model_dump(mode="json",
-                                                                                          exclude_unset=True))
-        except httpx.HTTPStatusError:
-            _FLOW_IDS.pop(key, None)
-        else:
-            run = FlowRun.model_validate(response.json())
-            run.parameters = parameters  # as Prefect's client does: the caller's values, not the API's echo
-            return run
-    run = await client.create_flow_run(flow=flow, name=name, parameters=parameters, state=Pending(),
-                                       parent_task_run_id=parent_task_run_id, tags=tags)
-    _FLOW_IDS[key] = run.flow_id
-    return run
+    EventsWorker.drain_all(timeout=timeout)

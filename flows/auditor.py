@@ -41,6 +41,7 @@ from prefect.events.filters import (
 )
 from prefect.logging import get_run_logger
 
+from artoo.config.compat import drain_events
 from artoo.config.settings import load_settings
 from artoo.tasks.audit.anomalies import AuditParams
 from artoo.tasks.audit.log import AuditLog, load_checkpoint, save_checkpoint
@@ -274,11 +275,9 @@ def observe_run(published: Mapping[str | RunKey, set[int]], started: datetime,
 
     ``published`` maps (task_id, run) — or a bare task_id, for any run — to the sequence numbers to wait for.
     """
-    from prefect.events.worker import EventsWorker
-
     deadline = time.monotonic() + wait_s
     try:
-        EventsWorker.drain_all(timeout=wait_s / 2)
+        drain_events(timeout=wait_s / 2)
         return asyncio.run(_await_published(published, started - timedelta(seconds=5), deadline))
     except Exception as exc:  # the audit must never turn a finished run into a failure
         return EmbeddedPass(0, {k: sorted(s) for k, s in published.items()}, f"{type(exc).__name__}: {exc}")
@@ -291,11 +290,9 @@ async def audit_own_run(published: Mapping[str | RunKey, set[int]], started: dat
     A worker runs ``artoo-task`` with its own ARTOO_HOME, so each worker's chain holds the runs it
     executed (``artoo audit verify --home A --home B …`` checks them together).
     """
-    from prefect.events.worker import EventsWorker
-
     deadline = time.monotonic() + wait_s
     try:
-        await asyncio.to_thread(EventsWorker.drain_all, timeout=wait_s / 2)
+        await asyncio.to_thread(drain_events, timeout=wait_s / 2)
         return await _await_published(published, started - timedelta(seconds=5), deadline)
     except Exception as exc:  # the audit must never turn a finished run into a failure
         return EmbeddedPass(0, {k: sorted(s) for k, s in published.items()}, f"{type(exc).__name__}: {exc}")
