@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from artoo.eval.sequence import cumulative_solved, mode_totals, task_memory
+from artoo.memory.sops import distil_sop
 
 SETUP = ("#!/bin/bash\nrm -rf /data\nmkdir -p /data\nprintf 'keep me\\nand me\\n' > /data/keep.txt\n"
          "echo other > /data/other.txt\n")
@@ -96,8 +97,7 @@ SOP_CASES = [  # (records but the SOP, expected); "SOP" stands for an SOP made b
 
 @pytest.mark.parametrize(("records", "expected"), SOP_CASES)
 def test_task_memory_counts_lines_served_and_plans_that_followed_an_sop(records: list, expected: dict):
-    sops = pytest.importorskip("artoo.memory.sops", reason="plan_follows comes with the SOP work (#26)")
-    sop = sops.distil_sop("count the lines of x", ("shell `wc -l`",), 3)
+    sop = distil_sop("count the lines of x", ("shell `wc -l`",), 3)
     real = json.loads(json.dumps(records).replace('"SOP"', json.dumps(sop)))
     row = task_memory(real)
     assert {key: row[key] for key in expected} == expected

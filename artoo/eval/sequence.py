@@ -18,17 +18,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from artoo.memory.sops import plan_follows
+
 MODES = ("cold", "sequence")
 KINDS = ("must_not", "prefer", "caution")
-
-
-def _follows() -> Callable[[str, str], bool] | None:
-    """``artoo.memory.sops.plan_follows`` when it exists (None: the counts of followed lines are not made)."""
-    try:
-        from artoo.memory.sops import plan_follows
-    except ImportError:
-        return None
-    return plan_follows
 
 
 def plan_text(answer: dict | None) -> str:
@@ -51,20 +44,18 @@ def planner_rounds(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def task_memory(records: list[dict[str, Any]], follows: Callable[[str, str], bool] | None = None) -> dict:
     """A task's memory figures: lines its planners saw (round 1 apart), and plans that followed one."""
-    follows = follows if follows is not None else _follows()
+    follows = follows or plan_follows
     rounds = planner_rounds(records)
     seen = [sum(len(r[k]) for k in KINDS) for r in rounds]
     row = {"memory_lines": sum(seen), "memory_lines_round1": seen[0] if seen else 0,
            "memory_lines_by_kind": {k: sum(len(r[k]) for r in rounds) for k in KINDS},
            "planner_rounds": len(rounds), "sop_lines": sum(len(r["sops"]) for r in rounds),
-           "memory_seen_round1": [line for k in KINDS for line in rounds[0][k]] if rounds else [],
-           "plans_following_memory": None, "plans_following_sop": None}
-    if follows is not None:
-        texts = [plan_text(r["plan"]) for r in rounds]
-        row["plans_following_memory"] = sum(1 for r, t in zip(rounds, texts, strict=True)
-                                            if t and any(follows(line, t) for line in r["prefer"]))
-        row["plans_following_sop"] = sum(1 for r, t in zip(rounds, texts, strict=True)
-                                         if t and any(follows(sop, t) for sop in r["sops"]))
+           "memory_seen_round1": [line for k in KINDS for line in rounds[0][k]] if rounds else []}
+    texts = [plan_text(r["plan"]) for r in rounds]
+    row["plans_following_memory"] = sum(1 for r, t in zip(rounds, texts, strict=True)
+                                        if t and any(follows(line, t) for line in r["prefer"]))
+    row["plans_following_sop"] = sum(1 for r, t in zip(rounds, texts, strict=True)
+                                     if t and any(follows(sop, t) for sop in r["sops"]))
     return row
 
 
