@@ -30,7 +30,7 @@ from prefect.runtime import flow_run
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
 from artoo.config.compat import named as run_named
-from artoo.config.contracts import FinalResult
+from artoo.config.contracts import FinalResult, OutcomeSummary, ReplanRequest
 from artoo.config.errors import ArtooError
 from artoo.config.settings import Settings, load_settings
 from artoo.flows.law1 import make_gate, resolve_mode
@@ -213,10 +213,7 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
         if decision.final is not None:
             break
         directive = None if retry else decision.directive
-        prior_summary = "" if retry else getattr(message, "gap_summary", "") or ""
-        kept = [] if retry else keep_results(kept, round_no, getattr(message, "matched_outcomes", []))
-        evidence = "" if retry else evidence_block(getattr(message, "failed_outcomes", []),
-                                                   [k.outcome for k in kept])
+        prior_summary, kept, evidence = ("", [], "") if retry else _carried(message, kept, round_no)
         round_no += 1
     final = decision.final
     if final.directive == "abandon":  # spec v0.9: one R2 call reports what was achieved and what to try
@@ -229,6 +226,20 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
     rt.writes.submit(lambda: acreate_markdown_artifact(key=artifact_key("final", spec.task_id), markdown=markdown,
                                                        description=f"FinalResult of `{spec.task_id}`"))
     return final
+
+
+def _carried(message: OutcomeSummary | ReplanRequest, kept: list[KeptResult],
+             round_no: int) -> tuple[str, list[KeptResult], str]:
+    """What the next round takes from R4b's verdict on this one: the gap, the results kept, the evidence."""
+    match message:
+        case ReplanRequest(gap_summary=gap, matched_outcomes=matched, failed_outcomes=failed):
+            pass
+        case OutcomeSummary():  # accepted, yet the GGS asked for another round: nothing failed to show
+            gap, matched, failed = "", [], []
+        case _:
+            raise TypeError(f"R4b answers an OutcomeSummary or a ReplanRequest, not {type(message).__name__}")
+    kept = keep_results(kept, round_no, matched)
+    return gap, kept, evidence_block(failed, [k.outcome for k in kept])
 
 
 def _with_law1(final: FinalResult, decisions: list[str]) -> FinalResult:

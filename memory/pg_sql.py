@@ -72,6 +72,14 @@ SELECT space, entity, sum(abs(f) * w), sum(sigma * f * w) FROM (
 GROUP BY space, entity ORDER BY space COLLATE "C", entity COLLATE "C"
 """
 
+C_PREFIX = """SELECT id, space, entity, content, sigma FROM megrams
+WHERE starts_with(space, %(prefix)s) AND level = 'C' ORDER BY created_us, id"""
+"""Every C rule whose space starts with a prefix (the SOPs distilled for tool pairs)."""
+
+RECENT = f"""SELECT id, level, created_us, content, state, f, sigma, k FROM megrams
+WHERE {PAIR} AND level IN ('M', 'K') ORDER BY created_us DESC, id DESC LIMIT %(limit)s"""
+"""The newest M/K Megrams of one pair: what happened, for the planner to quote."""
+
 RECALL = """UPDATE megrams SET last_recalled_us = %(at)s
 WHERE id = ANY(%(ids)s) AND (last_recalled_us IS NULL OR last_recalled_us < %(at)s)"""
 """A QueryC hit resets the rule's decay clock (never moves it backwards)."""

@@ -161,6 +161,23 @@ class PostgresMemoryStore:
                 con.execute(pg_sql.RECALL, {"at": now_us(), "ids": [r[0] for r in rows]})
         return [SOPRecord(id=i, space=space, entity=entity, content=c, sigma=s) for i, c, s in rows]
 
+    def query_c_prefix(self, prefix: str, *, recall: bool = True) -> list[SOPRecord]:
+        """C-level rules of every pair whose space starts with ``prefix`` (the tool-pair SOPs); recalled."""
+        with self._connection() as con:
+            rows = con.execute(pg_sql.C_PREFIX, {"prefix": prefix}).fetchall()
+            if recall and rows:
+                con.execute(pg_sql.RECALL, {"at": now_us(), "ids": [r[0] for r in rows]})
+        return [SOPRecord(id=i, space=sp, entity=e, content=c, sigma=sg) for i, sp, e, c, sg in rows]
+
+    def recent(self, space: str, entity: str, limit: int = 3) -> list[Megram]:
+        """The pair's newest M/K Megrams, newest first: what happened, for the planner to quote."""
+        pair = {"tag": tag_key(space, entity), "space": space, "entity": entity, "limit": limit}
+        with self._connection() as con:
+            rows = con.execute(pg_sql.RECENT, pair).fetchall()
+        return [Megram(id=i, level=level, created_at=datetime.fromtimestamp(us / 1e6, UTC), space=space,
+                       entity=entity, content=content, state=state, f=f, sigma=sigma, k=k)
+                for i, level, us, content, state, f, sigma, k in rows]
+
     def pairs_with_space_prefix(self, prefix: str, at: datetime | None = None
                                 ) -> list[tuple[str, str, Potentials]]:
         """(space, entity, potentials) of every pair whose space starts with ``prefix``."""

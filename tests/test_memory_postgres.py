@@ -217,3 +217,42 @@ def test_the_setting_picks_the_backend(tmp_path, memory_pg_url):
         assert isinstance(embedded, MemoryStore)
     with open_store(tmp_path, MemoryParams(backend="postgres", postgres_url=memory_pg_url)) as shared:
         assert isinstance(shared, PostgresMemoryStore) and shared.stats()["backend"] == "postgres"
+
+
+def test_both_backends_are_the_memory_service_the_flows_use(tmp_path, pg):
+    """#27: one Protocol; a method one backend lacks used to fail only where a flow called it."""
+    from artoo.memory.backends import MemoryService
+
+    duck = MemoryStore(tmp_path, reader_idle_s=0.05)
+    try:
+        assert isinstance(duck, MemoryService) and isinstance(pg, MemoryService)
+    finally:
+        duck.close()
+
+
+def test_a_planner_is_calibrated_the_same_from_either_backend(tmp_path, pg):
+    """The PostgreSQL store had no ``recent`` nor ``query_c_prefix``: on a cluster every calibration failed
+    ("memory calibration unavailable") and planners saw no memory at all."""
+    from artoo.memory.calibration import calibrate_from_store
+    from artoo.memory.tags import intent_space, path_entity
+
+    intent = "count the lines of notes.txt"
+
+    def now(i: int, space: str, entity: str = "env:local", level: str = "M", sigma: float = 1.0) -> Megram:
+        """A Megram written a minute ago: calibration reads memory at the wall clock."""
+        return mg(i, space=space, entity=entity, level=level, sigma=sigma, f=0.85, k=0.0 if level == "C" else 0.05,
+                  days=(NOW - datetime.now(UTC)).total_seconds() / 86400 + 1 / 1440)
+
+    write_failed = path_entity("/w/data.csv", "write")
+    megrams = [now(1, intent_space(intent)), now(2, intent_space(intent)),
+               now(3, "tool:shell", write_failed, sigma=-1.0), now(5, "tool:shell", write_failed, sigma=-1.0),
+               now(4, "tool:shell", path_entity("/w/logs"), level="C")]
+    duck = both(tmp_path, pg, megrams, ingest=True)
+    try:
+        single, shared = (calibrate_from_store(s, intent, [], []) for s in (duck, pg))
+    finally:
+        duck.close()
+    assert shared.prompt_block() == single.prompt_block()
+    assert shared.must_not_pairs == {("shell", "/w/data.csv", "write")}
+    assert [s.id for s in shared.tool_sops] == [megrams[-1].id]
+    assert "last time: " in shared.prompt_block()  # the intent's newest episode quoted (``recent``)
