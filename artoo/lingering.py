@@ -199,7 +199,7 @@ def _spawn(paths: Paths, linger_s: float) -> subprocess.Popen:
 
 
 def _server_env() -> dict[str, str]:
-    from artoo.embedded_server import EPHEMERAL_DEFAULTS, PARENT_ENV
+    from artoo.server_app import EPHEMERAL_DEFAULTS, PARENT_ENV
 
     env = {**EPHEMERAL_DEFAULTS, **os.environ, "PREFECT_UI_ENABLED": "0"}
     env.pop("PREFECT_API_URL", None)
@@ -336,8 +336,8 @@ def serve(home: Path, linger_s: float) -> int:
     """The server process: claim the home, serve until idle for ``linger_s`` or SIGTERM."""
     import uvicorn
 
-    from artoo.embedded_server import create_app
     from artoo.local_server import free_port
+    from artoo.server_app import create_app
 
     paths = Paths.of(home)
     port = free_port()

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MAPPING: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
 LAYERS = [("artoo.config", 0), ("artoo.memory", 1), ("artoo.tasks", 2), ("artoo.flows", 3),
           ("artoo.runner", 4), ("artoo.embedded_server", 4), ("artoo.local_server", 4), ("artoo.demo", 4),
-          ("artoo.lingering", 4), ("artoo.timeline", 4), ("artoo.quiet", 4), ("artoo.chat", 4),
+          ("artoo.lingering", 4), ("artoo.server_app", 4), ("artoo.timeline", 4), ("artoo.quiet", 4), ("artoo.chat", 4),
           ("artoo.prefect_sources", 4), ("artoo.preload", 4), ("artoo.inflight", 4),
           ("artoo.bench", 5), ("artoo.eval", 5), ("artoo.cli", 6), ("artoo.cli_memory", 6), ("artoo.cli_observe", 6),
           ("artoo.cli_chat", 6), ("artoo.cli_eval", 6), ("artoo.cli_config", 6),
@@ -126,6 +126,48 @@ def alone_failures(tmp_path_factory) -> dict[str, str]:
 @pytest.mark.parametrize("name", [n for n in MODULES if not n.endswith(".__main__")])  # __main__ runs, by design
 def test_every_module_imports_on_its_own(name: str, alone_failures: dict[str, str]):
     assert name not in alone_failures, alone_failures.get(name)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the modules of ours it imports (at the top or inside a function: both run)."""
+    return {name: {m for m in imported(path) if m in MODULES and m != name and MODULES[m].name != "__init__.py"}
+            for name, path in MODULES.items()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each import circle once, as the path that closes it (depth-first, white/grey/black)."""
+    found, state, stack = [], dict.fromkeys(graph, 0), []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state[nxt] == 1:
+                found.append(stack[stack.index(nxt):] + [nxt])
+            elif state[nxt] == 0:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if state[node] == 0:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_even_inside_a_layer():
+    """#27: the layer rule cannot see two modules of one layer importing each other (lazily, even):
+    ``embedded_server`` ↔ ``lingering`` did, until their shared app moved to ``artoo.server_app``."""
+    assert circles(import_graph()) == []
+
+
+@pytest.mark.parametrize(("graph", "expected"), [
+    ({"a": {"b"}, "b": set()}, []),
+    ({"a": {"b"}, "b": {"a"}}, [["a", "b", "a"]]),
+    ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c", "a"]]),
+])
+def test_circles_finds_what_closes(graph, expected):
+    assert circles(graph) == expected
 
 
 MAX_LINES = 400

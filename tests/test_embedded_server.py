@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from artoo.config.compat import immediate_begin as immediate
-from artoo.embedded_server import RetryAfter503, retry_after
+from artoo.server_app import RetryAfter503, retry_after
 from tests.processes import alive
 
 ROOT = Path(__file__).resolve().parents[1]
