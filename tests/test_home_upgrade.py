@@ -26,12 +26,17 @@ from tests.conftest import run_cli
 ARCHIVE = Path(__file__).parent / "data" / "home-r2-duckdb2.0.0.tar.gz"
 
 
-@pytest.fixture
-def old_home(artoo_env: Path) -> Path:
-    """The previous release's home, unpacked where ARTOO_HOME points."""
-    with tarfile.open(ARCHIVE) as archive:
+def unpacked(archive_path: Path, artoo_env: Path) -> Path:
+    """An old release's home, unpacked where ARTOO_HOME points."""
+    with tarfile.open(archive_path) as archive:
         archive.extractall(artoo_env, filter="data")
     return artoo_env / "home"
+
+
+@pytest.fixture
+def old_home(artoo_env: Path) -> Path:
+    """The r2 release's home."""
+    return unpacked(ARCHIVE, artoo_env)
 
 
 def test_the_old_memory_opens_and_ingests_its_pending_spool(old_home: Path):
@@ -77,10 +82,8 @@ OLD_WORKSPACE = "/tmp/r3gen/test_a_refused_write_leaves_th0/workspace"
 
 @pytest.fixture
 def r3_home(artoo_env: Path) -> Path:
-    """The last release's home (before #26), unpacked where ARTOO_HOME points."""
-    with tarfile.open(ARCHIVE_R3) as archive:
-        archive.extractall(artoo_env, filter="data")
-    return artoo_env / "home"
+    """The last release's home (before #26)."""
+    return unpacked(ARCHIVE_R3, artoo_env)
 
 
 def test_old_blames_keep_every_access_after_the_contract_change(r3_home: Path):
