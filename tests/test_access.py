@@ -3,6 +3,8 @@ refused, and what a target blocked for one access still allows (toolbox, plan ru
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from artoo.config.contracts import BlockedTarget, PlanDirective, SubTaskOutcome
@@ -13,6 +15,7 @@ from artoo.tasks.access import access_blocked, attributed_blocks, call_accesses
 from artoo.tasks.plan_rules import validate_plan
 from tests.test_failure_model import outcome, shell_fail
 from tests.test_memory_calibration import IGNORE, pot
+from tests.test_tools import make_box, run
 
 WS = "/ws"
 
@@ -128,3 +131,25 @@ def test_tool_memory_pairs_keep_their_access(tmp_path):
     memory = [("tool:shell", path_entity("/ws/data.csv", "write"), pot(0.9, -0.9))]
     calibration = calibrate("x", [], IGNORE, memory, [], [])
     assert calibration.must_not_pairs == {("shell", "/ws/data.csv", "write")}
+
+
+@pytest.mark.parametrize(("name", "arguments", "refused"), [
+    ("read_file", {"path": "data.csv"}, False),  # the write failed: reading it is fine
+    ("shell", {"command": "sort data.csv > data.sorted.csv"}, False),  # read it, write a new file
+    ("write_file", {"path": "data.csv", "content": "x"}, True),
+    ("shell", {"command": "sort -o data.csv data.csv"}, True),  # the same write again
+    ("shell", {"command": "echo x >> data.csv"}, True),
+])
+def test_the_toolbox_refuses_a_target_blocked_for_writing_only_for_writing(tmp_path: Path, name: str,
+                                                                          arguments: dict, refused: bool) -> None:
+    """#26: a write refused on the user's file blocks that access, never reading it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "data.csv").write_text("b\na\n")
+    box = make_box(tmp_path, ws, blocked_targets=[BlockedTarget(target="data.csv", access="write")],
+                   blocked_pairs={("shell", str(ws / "data.csv"), "delete")})  # memory's pair: deleting only
+    result = run(box.call(name, arguments))
+    assert result.ok is not refused, result.output
+    if refused:
+        assert "blocked for write" in result.output and "read it, write a new file" in result.output
+    assert (ws / "data.csv").read_text() == "b\na\n"

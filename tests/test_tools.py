@@ -11,7 +11,6 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from artoo.config.contracts import BlockedTarget
 from artoo.config.settings import load_settings
 from artoo.tasks.tools import HeadTailBuffer, PendingAction, ToolBox, first_n, head_tail, headTail
 from artoo.tasks.tools.files import glob_files, sniff_binary
@@ -285,26 +284,6 @@ def test_blocked_pair_refuses_only_that_tool_on_that_target(tmp_path: Path, ws: 
     assert result.ok is not refused, result.output
     if refused:
         assert result.failure_class == "logical" and "memory says shell on" in result.output
-
-
-@pytest.mark.parametrize(("name", "arguments", "refused"), [
-    ("read_file", {"path": "data.csv"}, False),  # the write failed: reading it is fine
-    ("shell", {"command": "sort data.csv > data.sorted.csv"}, False),  # read it, write a new file
-    ("write_file", {"path": "data.csv", "content": "x"}, True),
-    ("shell", {"command": "sort -o data.csv data.csv"}, True),  # the same write again
-    ("shell", {"command": "echo x >> data.csv"}, True),
-])
-def test_a_target_blocked_for_writing_is_refused_only_for_writing(tmp_path: Path, ws: Path, name: str,
-                                                                   arguments: dict, refused: bool) -> None:
-    """#26: a write refused on the user's file blocks that access, never reading it."""
-    (ws / "data.csv").write_text("b\na\n")
-    box = make_box(tmp_path, ws, blocked_targets=[BlockedTarget(target="data.csv", access="write")],
-                   blocked_pairs={("shell", str(ws / "data.csv"), "delete")})  # memory's pair: deleting only
-    result = run(box.call(name, arguments))
-    assert result.ok is not refused, result.output
-    if refused:
-        assert "blocked for write" in result.output and "read it, write a new file" in result.output
-    assert (ws / "data.csv").read_text() == "b\na\n"
 
 
 def test_allowed_roots_refuse_outside_paths(tmp_path: Path, ws: Path) -> None:
