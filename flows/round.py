@@ -179,7 +179,9 @@ def _shown(rt: Runtime, inputs: RoundInputs, directive: PlanDirective | None
            ) -> tuple[str, PlanDirective | None, set[str]]:
     """What R2's prompt shows: the calibration block, the directive and the blocked targets."""
     if rt.settings.ablation.planner_sees_blocked_targets:
-        return inputs.block, directive, inputs.must_not_targets
+        one_way = {f"{b.target} ({b.access} refused: other uses of it are fine)"
+                   for b in (directive.blocked_targets if directive else []) if b.access not in ("all", "read")}
+        return inputs.block, directive, inputs.must_not_targets | one_way  # the MUST NOT set R2 reads (#26)
     # debug: hide one channel; still enforced by validate_plan and by the toolbox, only the prompt loses them
     block = "\n".join(line for line in inputs.block.splitlines()
                       if not any(t in line for t in inputs.must_not_targets))

@@ -63,4 +63,5 @@ def run_story(scripted, artoo_env: Path) -> None:
     assert (artoo_env / "workspace" / "data.sorted.csv").read_text() == "apple\nfig\npear\n"
     assert data.read_text() == "pear\napple\nfig\n"  # the user's file untouched
     second_plan = json.dumps(_bodies(server, "Plan")[1]["messages"])
-    assert "data.csv" in second_plan and "write" in second_plan  # R2 was told which access failed
+    assert "data.csv (write refused: other uses of it are fine)" in second_plan  # R2's MUST NOT set says which
+    assert "Only the write failed for" in second_plan  # and the directive says so too
