@@ -22,6 +22,8 @@ Access = Literal["read", "write", "execute", "delete", "all"]
 """How a call used a target; ``all`` is every access (a blame written before #26, or one that cannot tell)."""
 ACCESSES: tuple[str, ...] = ("read", "write", "execute", "delete")
 """The single accesses, ``all`` aside."""
+ANY_USE: tuple[str, ...] = ("all", "read")
+"""Accesses whose block forbids naming the target at all: reading is the least use a plan can make of it."""
 
 
 class Contract(BaseModel):
@@ -48,6 +50,11 @@ class BlockedTarget(Contract):
         if isinstance(item, str):
             return cls(target=item)
         return cls.model_validate(item)
+
+    @property
+    def any_use(self) -> bool:
+        """Blocked for every use (read or all), not only for writing, executing or deleting."""
+        return self.access in ANY_USE
 
     def label(self) -> str:
         """``/w/data.csv (write)``: how a prompt or a log line names it."""

@@ -16,6 +16,7 @@ from pydantic import Field, field_validator
 
 from artoo.config.contract_base import (  # noqa: F401 — re-exported: the contracts' public names
     ACCESSES,
+    ANY_USE,
     Access,
     ActionDirective,
     BlockedTarget,

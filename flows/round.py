@@ -79,7 +79,7 @@ def round_inputs(rt: Runtime, spec: TaskSpec, blocked_tools: list[str],
     return RoundInputs(
         calibration=calibration, calibration_error=error,
         must_not_tools=set(blocked_tools) | set(getattr(calibration, "must_not_tools", set())),
-        must_not_targets={b.target for b in map(BlockedTarget.of, blocked_targets) if b.access in ("all", "read")}
+        must_not_targets={b.target for b in map(BlockedTarget.of, blocked_targets) if b.any_use}
         | set(getattr(calibration, "must_not_targets", set())),
         pairs=sorted(getattr(calibration, "must_not_pairs", set())),
         block=calibration.prompt_block() if calibration is not None else "")
@@ -180,7 +180,7 @@ def _shown(rt: Runtime, inputs: RoundInputs, directive: PlanDirective | None
     """What R2's prompt shows: the calibration block, the directive and the blocked targets."""
     if rt.settings.ablation.planner_sees_blocked_targets:
         one_way = {f"{b.target} ({b.access} refused: other uses of it are fine)"
-                   for b in (directive.blocked_targets if directive else []) if b.access not in ("all", "read")}
+                   for b in (directive.blocked_targets if directive else []) if not b.any_use}
         return inputs.block, directive, inputs.must_not_targets | one_way  # the MUST NOT set R2 reads (#26)
     # debug: hide one channel; still enforced by validate_plan and by the toolbox, only the prompt loses them
     block = "\n".join(line for line in inputs.block.splitlines()

@@ -182,8 +182,8 @@ def calibrate(
     entries.sort(key=lambda e: (e.rank, -e.weight, e.text))
     kept = entries[: max(0, max_entries)]
     tools, blocked = set(blocked_tools), [BlockedTarget.of(b) for b in blocked_targets]
-    targets = {b.target for b in blocked if b.access in ("all", "read")}
-    one_way = {(b.target, b.access) for b in blocked if b.access not in ("all", "read")}
+    targets = {b.target for b in blocked if b.any_use}
+    one_way = {(b.target, b.access) for b in blocked if not b.any_use}
     pairs = {(e.tool, e.target, e.access) for e in kept if e.section == "must_not" and e.tool and e.target}
     kept = [e for e in kept if e.section == "must_not"
             or (e.tool not in tools and e.target not in targets and (e.tool, e.target, e.access) not in pairs)]

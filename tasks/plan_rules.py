@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from itertools import groupby
 from pathlib import Path
 
-from artoo.config.contracts import Criterion, DispatchManifest, SubTask, SubTaskOutcome
+from artoo.config.contracts import ANY_USE, Criterion, DispatchManifest, SubTask, SubTaskOutcome
 from artoo.config.protocol import PlanAnswer, PlannedSubTask
 from artoo.tasks.failure import looks_like_path, normalise, text_targets
 from artoo.tasks.roles.prompting import as_text, cap, criterion_key, fence_untrusted, file_names
@@ -80,7 +80,7 @@ def validate_plan(plan: PlanAnswer, must_not_tools: set[str], must_not_targets: 
 
 def _any_use(pair: tuple[str, ...]) -> bool:
     """A pair whose every use is refused: (tool, target) as before #26, or blamed for ``all`` or ``read``."""
-    return len(pair) < 3 or pair[2] in ("all", "read")
+    return len(pair) < 3 or pair[2] in ANY_USE
 
 
 def normalise_sequences(plan: PlanAnswer) -> PlanAnswer:

@@ -96,7 +96,7 @@ def directive_block(directive: PlanDirective) -> str:
 
 def _one_way_lines(blocked: list[BlockedTarget]) -> list[str]:
     """Targets blocked for one access only (#26): the planner may still use them the other ways."""
-    one_way = [b for b in blocked if b.access not in ("all", "read")]
+    one_way = [b for b in blocked if not b.any_use]
     if not one_way:
         return []
     return [f"Only the {b.access} failed for {b.target}: the plan may still read it (write a new file instead)."
