@@ -6,8 +6,11 @@ group is not mapped fails with EOVERFLOW ("Value too large for defined data type
 model would see a failure that has nothing to do with its command.  These stories run our
 real ToolBox in a child process under ``setpriv`` as ``nobody`` (uid/gid 65534, no
 supplementary groups) on a workspace holding a file of group 0 with mode 0666: nobody may
-write it, nobody's namespace cannot map its group.  Skipped, with the reason, where the
-test is not root (it cannot become another user) or the sandbox cannot work.
+write it, nobody's namespace cannot map its group.  nobody imports a copy of this checkout's
+code made where nobody can read it (the checkout may sit under a 0700 directory, and an editable
+install points at the tree it was made from).  Skipped, with the reason, where the test is not
+root (it cannot become another user), the sandbox cannot work, or nobody cannot run this
+Python with its packages (a venv under a directory only root may enter).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import tomllib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -65,35 +69,66 @@ def _why_not() -> str | None:
                             "unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True)
     if probe.returncode != 0:
         return f"an ordinary user cannot make a user namespace here: {probe.stderr.decode().strip()}"
-    return _unreadable_checkout()
-
-
-def _unreadable_checkout() -> str | None:
-    """Why nobody cannot import artoo from this checkout, or None.  A clone under a directory only root may
-    enter (a 0700 mktemp dir, /root) hides the code and the venv from every other user: then these stories
-    cannot run as nobody at all, which says nothing about artoo, so they skip instead of failing."""
-    argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable, "-c",
-            "import artoo.tasks.tools, tests.test_tools"]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT), "HOME": "/"}
-    try:
-        probe = subprocess.run(argv, cwd="/", env=env, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"nobody cannot run this checkout's Python: {exc}"
-    if probe.returncode != 0:
-        last = (probe.stderr.strip().splitlines() or ["(no message)"])[-1]
-        return f"nobody cannot read this checkout or its venv (a parent directory only root may enter?): {last}"
     return None
 
 
 WHY_NOT = _why_not()
 pytestmark = pytest.mark.skipif(WHY_NOT is not None, reason=str(WHY_NOT))
+TEST_MODULES = ("__init__.py", "test_tools.py")
+"""What the driver imports from tests/ (its Gate)."""
+
+
+def copy_checkout(tree: Path) -> None:
+    """This checkout's packages laid out as the installed namespace (pyproject's package-dir: config/ as
+    artoo/config, …) plus the test modules the driver imports, readable by everyone."""
+    package_dir = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in sorted(package_dir, key=len):  # artoo before artoo.config
+        shutil.copytree(ROOT / package_dir[name], tree.joinpath(*name.split(".")), ignore=skip)
+    (tree / "tests").mkdir()
+    for module in TEST_MODULES:
+        shutil.copy(ROOT / "tests" / module, tree / "tests" / module)
+    for path in (tree, *tree.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def nobody_cannot_run_python() -> str | None:
+    """Why nobody cannot run this Python with its installed packages (pydantic stands for them all), or None.
+    Only this may skip: our own code failing to import as nobody fails the stories."""
+    argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable, "-c",
+            "import pydantic"]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/"}
+    try:
+        probe = subprocess.run(argv, cwd="/", env=env, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"nobody cannot run {sys.executable}: {exc}"
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["(no message)"])[-1]
+        return f"nobody cannot run {sys.executable} with its packages (under a directory only root may enter?): {last}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def code() -> Iterator[Path]:
+    """A copy of this checkout's code that nobody can read (skips when nobody cannot run this Python)."""
+    tree = Path(tempfile.mkdtemp(prefix="artoo-unpriv-code-", dir="/var/tmp"))
+    try:
+        why = nobody_cannot_run_python()
+        if why is not None:
+            pytest.skip(why)
+        copy_checkout(tree)
+        yield tree
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
 
 
 @pytest.fixture
-def place() -> Path:
-    """A directory nobody can reach (pytest's tmp_path is private to root): base/ws is the workspace."""
+def place(code: Path) -> Path:
+    """A directory nobody can reach (pytest's tmp_path is private to root): base/ws is the workspace,
+    base/code the checkout's code."""
     base = Path(tempfile.mkdtemp(prefix="artoo-unpriv-", dir="/var/tmp"))
     base.chmod(0o755)
+    (base / "code").symlink_to(code)
     ws = base / "ws"
     ws.mkdir()
     (ws / "shared.txt").write_text("team notes\n")
@@ -110,11 +145,11 @@ def as_nobody(base: Path, answer: bool, *commands: str | tuple[str, dict], tools
               meanwhile: Callable[[], None] | None = None) -> tuple[list[dict], str]:
     """Run tool calls (a string: a shell command) through our ToolBox as nobody; the results and the log."""
     calls = [("shell", {"command": c}) if isinstance(c, str) else c for c in commands]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "PYTHONPATH": str(ROOT),
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "PYTHONPATH": str(base / "code"),
            "PREFECT_HOME": str(base / "prefect")}
     argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable, "-c", DRIVER,
             str(base), str(base / "ws"), "yes" if answer else "no", json.dumps(tools or {}), json.dumps(calls)]
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=base, env=env)
     try:
         if meanwhile is not None:  # the child waits at its "wait" step until this has run
             deadline = time.monotonic() + 60
