@@ -61,8 +61,9 @@ class Chat:
         read = _reader(self.settings.home_dir / HISTORY_FILE)
         self.console.print("artoo chat — type a request, or /help. Ctrl-D or /exit leaves.", markup=False)
         if self.no_endpoint:
-            self.console.print(f"[yellow]requests need an LLM endpoint[/] ({self.no_endpoint}); "
-                               "/audit, /memory, /log and /replay work without one")
+            self.console.print(f"[yellow]requests need an LLM endpoint[/] ({self.no_endpoint})")
+            self.console.print('  how: "Point artoo at a real model" in the README; '
+                               "/audit, /memory, /log and /replay work without one", markup=False)
         while True:
             try:
                 line = read(PROMPT)

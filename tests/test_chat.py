@@ -138,7 +138,11 @@ def test_law1_is_asked_inline_and_ctrl_c_cancels_the_task_not_the_repl(scripted,
         assert proc.wait(timeout=30) == 0
 
 
-def test_chat_runs_a_request_and_answers_slash_commands(scripted, artoo_env: Path, prefect_api: str):
+def test_chat_runs_a_request_and_answers_slash_commands_then_starts_without_an_endpoint(
+        scripted, artoo_env: Path, prefect_api: str, monkeypatch: pytest.MonkeyPatch):
+    """A request runs and the slash commands answer; then, with no LLM configured, the REPL still starts in
+    the same home: it says once what requests need, a request typed anyway is not run (the REPL stays), and
+    /log, /memory and /audit show the earlier run (they read the home, not a model)."""
     server = scripted(scenario(
         TaskSpec=[spec("say_hello", "say hello")],
         Plan=[plan([subtask("print hello", ["the output contains hello"])], ["hello was printed"])],
@@ -147,6 +151,7 @@ def test_chat_runs_a_request_and_answers_slash_commands(scripted, artoo_env: Pat
         TaskVerdict=[task_verdict(verdict("hello was printed", True))],
     ))
     with chat_session(prefect_api) as (proc, term):
+        assert "requests need an LLM endpoint" not in term.seen
         term.type("say hello")
         shown = term.read_until("cost by role", 120)
         for progress in ("task say_hello", "round 1", "✓ print hello", "GGS D=0.00", "accept after 0 replan(s)"):
@@ -163,22 +168,26 @@ def test_chat_runs_a_request_and_answers_slash_commands(scripted, artoo_env: Pat
         assert proc.wait(timeout=30) == 0
     assert "say hello" in (artoo_env / "home" / "chat_history").read_text()
     assert server.unused() == {}
+    runs = sorted((artoo_env / "home" / "decisions").glob("*.jsonl"))
 
-
-def test_chat_starts_without_an_endpoint_and_its_slash_commands_work(artoo_env: Path, prefect_api: str):
-    """No LLM configured: the REPL says what requests need, a request typed anyway is not run, and
-    /memory, /audit and /log answer (they read the home, not a model)."""
+    for key in ("OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(key)
+    requests_before = len(server.requests)
     with chat_session(prefect_api) as (proc, term):
         assert "requests need an LLM endpoint" in term.seen and "OPENAI_BASE_URL" in term.seen
+        assert "Point artoo at a real model" in term.seen  # where the README says how
         term.type("count the lines of every .txt file")
         term.read_until("not run: no LLM endpoint is configured", 30)
         term.read_until("artoo>", 30)
+        term.type("/log")
+        term.read_until("FinalResult: accept", 30)  # the run of the first session
         term.type("/memory")
         assert "megrams" in term.read_until("┘", 30).lower()
         term.type("/audit")
         assert "Audit report (on-demand)" in term.read_until("(audit report in", 30)
-        term.type("/log")
-        term.read_until("artoo>", 30)
         term.type("/exit")
         assert proc.wait(timeout=30) == 0
-    assert not (artoo_env / "home" / "decisions").exists() or not any((artoo_env / "home" / "decisions").iterdir())
+        seen = ANSI.sub("", term.seen)
+    assert seen.count("requests need an LLM endpoint") == 1 and "Traceback" not in seen
+    assert len(server.requests) == requests_before  # nothing was sent anywhere
+    assert sorted((artoo_env / "home" / "decisions").glob("*.jsonl")) == runs  # and no run was recorded
