@@ -15,6 +15,7 @@ from typing import Any
 
 from prefect import flow
 from prefect.logging import get_run_logger
+from pydantic import BaseModel, ConfigDict, Field
 
 from artoo.config.compat import named as run_named
 from artoo.config.contracts import (
@@ -45,6 +46,33 @@ from artoo.tasks.tools.specs import specs_for
 def round_run_name(round_no: int, directive: PlanDirective | None) -> str:
     """``round-2 · change_path`` — the story the run graph tells."""
     return f"round-{round_no} · {directive.directive if directive else 'init'}"
+
+
+class RoundBrief(BaseModel):
+    """What the medium loop hands one round (the round flow's one input besides the runtime id): its number,
+    the GGS's directive, and what carries over from the rounds before.  Frozen: a round reads it, never changes
+    it.  The Prefect UI shows it as the round run's ``brief`` parameter, as JSON."""
+
+    model_config = ConfigDict(frozen=True)
+
+    round_no: int = Field(ge=1)
+    directive: PlanDirective | None = None
+    """The GGS's correction for this round; None for round 1 (and under the retry ablation)."""
+    spec: TaskSpec
+    prior_summary: str = ""
+    """R4b's summary of the last round."""
+    evidence: str = ""
+    """The last round's tool calls, as R2 is shown them."""
+    kept: tuple[r4b.KeptResult, ...] = ()
+    """What earlier rounds validated: merged with this round's results and shown to R4b."""
+
+    @property
+    def blocked_tools(self) -> list[str]:
+        return list(self.directive.blocked_tools) if self.directive else []
+
+    @property
+    def blocked_targets(self) -> list[BlockedTarget]:
+        return list(self.directive.blocked_targets) if self.directive else []
 
 
 @dataclass
@@ -85,36 +113,30 @@ def round_inputs(rt: Runtime, spec: TaskSpec, blocked_tools: list[str],
         block=calibration.prompt_block() if calibration is not None else "")
 
 
-def send_plan_early(rt: Runtime, spec: TaskSpec, round_no: int, directive: PlanDirective | None,
-                    blocked_tools: list[str], blocked_targets: list[BlockedTarget], prior_summary: str,
-                    evidence: str) -> None:
-    """Before round ``round_no``'s subflow is created: work out its inputs and send its R2 request now.
+def send_plan_early(rt: Runtime, brief: RoundBrief) -> None:
+    """Before the round's subflow is created: work out its inputs and send its R2 request now.
 
     The round takes both (``rt.prepared``), so its plan task asks with the very same words and gets
     the answer that has been on its way meanwhile (artoo.tasks.llm.early).
     """
-    inputs = round_inputs(rt, spec, blocked_tools, blocked_targets)
-    rt.prepared[round_no] = inputs
-    block, shown_directive, shown_targets = _shown(rt, inputs, directive)
-    rt.llm.send_early("R2", "Plan", planner.messages_for(spec, block, shown_directive, inputs.must_not_tools,
-                                                         shown_targets, prior_summary, None, evidence,
+    inputs = round_inputs(rt, brief.spec, brief.blocked_tools, brief.blocked_targets)
+    rt.prepared[brief.round_no] = inputs
+    block, shown_directive, shown_targets = _shown(rt, inputs, brief.directive)
+    rt.llm.send_early("R2", "Plan", planner.messages_for(brief.spec, block, shown_directive, inputs.must_not_tools,
+                                                         shown_targets, brief.prior_summary, None, brief.evidence,
                                                          str(rt.workspace)))
 
 
 @flow(name="round", validate_parameters=False, log_prints=False, persist_result=False)
-async def round_flow(runtime_id: str, spec: TaskSpec, round_no: int, directive: PlanDirective | None,
-                     blocked_tools: list[str], blocked_targets: list[BlockedTarget],
-                     prior_summary: str = "", evidence: str = "",
-                     kept: list[r4b.KeptResult] | None = None) -> OutcomeSummary | ReplanRequest:
-    """Plan and run one round; return R4b's verdict for the GGS (``evidence``: the last round's calls;
-    ``kept``: what earlier rounds validated, merged with this round's results and shown to R4b)."""
-    kept = list(kept or [])
+async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | ReplanRequest:
+    """Plan and run one round; return R4b's verdict for the GGS."""
+    spec, round_no, kept = brief.spec, brief.round_no, list(brief.kept)
     rt = get_runtime(runtime_id)
     logger = get_run_logger()
-    inputs = rt.prepared.pop(round_no, None) or round_inputs(rt, spec, blocked_tools, blocked_targets)
+    inputs = rt.prepared.pop(round_no, None) or round_inputs(rt, spec, brief.blocked_tools, brief.blocked_targets)
     _announce(rt, spec, inputs, round_no)
     try:
-        plan = await _plan(runtime_id, spec, inputs, directive, prior_summary, evidence, round_no)
+        plan = await _plan(runtime_id, spec, inputs, brief.directive, brief.prior_summary, brief.evidence, round_no)
     except RunFailure as exc:  # a plan that broke the rules twice, or the planner's endpoint failing
         logger.error("round %d failed honestly: %s", round_no, exc)
         return _rejected_round(rt, spec, str(exc), exc.failure_class, kept)

@@ -34,7 +34,7 @@ from artoo.config.contracts import FinalResult, OutcomeSummary, ReplanRequest
 from artoo.config.errors import ArtooError
 from artoo.config.settings import Settings, load_settings
 from artoo.flows.law1 import make_gate, resolve_mode
-from artoo.flows.round import round_flow, round_run_name, send_plan_early
+from artoo.flows.round import RoundBrief, round_flow, round_run_name, send_plan_early
 from artoo.tasks.bus import Bus
 from artoo.tasks.decision_log import DecisionLog, in_scope
 from artoo.tasks.ggs.controller import GGSController
@@ -197,14 +197,12 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
     kept: list[KeptResult] = []  # what earlier rounds validated: R4b judges it with the redo, the user gets it
     retry = rt.settings.ablation.strategy == "retry"  # the ablation: same stopping rule, no directed correction
     while True:
-        blocked_tools = list(directive.blocked_tools) if directive else []
-        blocked_targets = list(directive.blocked_targets) if directive else []
-        send_plan_early(rt, spec, round_no, directive, blocked_tools, blocked_targets, prior_summary,
-                        evidence)  # R2 thinks while the round's subflow is made
+        brief = RoundBrief(round_no=round_no, directive=directive, spec=spec, prior_summary=prior_summary,
+                           evidence=evidence, kept=tuple(kept))
+        send_plan_early(rt, brief)  # R2 thinks while the round's subflow is made
         named = run_named(round_flow, round_run_name(round_no, directive))
         with in_scope(round=round_no):
-            message = await named(runtime_id, spec, round_no, directive, blocked_tools, blocked_targets,
-                                  prior_summary, evidence, kept)
+            message = await named(runtime_id, brief)
             elapsed_ms = (time.monotonic() - started) * 1000
             paused_ms = sum(rt.law1_waits) * 1000  # the person's time answering Law 1: not the agent's, not in Ω
             if paused_ms:

@@ -68,6 +68,11 @@ def test_environmental_failure_changes_path_then_accepts(scripted, artoo_env: Pa
     names = subflow_names(final["task_id"])
     assert {"round-1 · init", "round-2 · change_path"} <= names
     assert any(n.startswith("subtask-2.1 · find notes.txt") for n in names)
+    [round_2] = flow_runs_named(final["task_id"], "round-2")
+    brief = round_2.parameters["brief"]  # the round's one input, as the Prefect UI shows it: plain JSON
+    assert (brief["round_no"], brief["directive"]["directive"], brief["spec"]["task_id"]) == (
+        2, "change_path", final["task_id"])
+    assert "missing/notes.txt" in json.dumps(brief["directive"]["blocked_targets"])
 
 
 def test_logical_plateau_breaks_symmetry_until_the_replan_budget_is_spent(scripted, artoo_env: Path, prefect_api):
