@@ -161,6 +161,10 @@ class LLMParams(BaseModel):
         None, ge=16, description="Longest answer, in tokens, sent as max_tokens with every request. Unset: no "
         "limit is sent (a local model then writes until its window is full when it loops; the local-model "
         "recipe sets answer_tokens). Newer OpenAI models want max_completion_tokens: leave it unset for them.")
+    reconnect_s: float = Field(
+        90.0, ge=0, description="Seconds to keep retrying an LLM endpoint that answered earlier in the run and "
+        "then went away (connection refused, HTTP 502/503/504: a local server restarting and loading its model). "
+        "An endpoint that never answered fails at once. 0: never wait.")
     silent_tool_answers: int = Field(
         3, ge=0, description="Executor attempts in a row whose first answer is a final one, no native tool called, "
         "before the endpoint and model move to the JSON-in-content tool protocol (remembered in "

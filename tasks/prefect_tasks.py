@@ -31,6 +31,7 @@ from artoo.config.errors import ArtooError
 from artoo.config.protocol import AgentVerdict, PlanAnswer, TaskVerdict
 from artoo.tasks.roles import agent_validator, executor, meta_validator, perceiver, planner
 from artoo.tasks.runtime import Runtime, get_runtime
+from artoo.tasks.tools.found import named_files_now
 
 ROLE_TASK = {"cache_policy": NO_CACHE, "retries": 0, "persist_result": False}
 
@@ -73,7 +74,7 @@ async def execute_task(runtime_id: str, subtask: SubTask, toolbox: Any, correcti
     denied_before = len(toolbox.law1_denials)
     result = await executor.execute(rt.llm, subtask, toolbox, correction, rt.settings.tools.max_tool_calls)
     if len(toolbox.law1_denials) == denied_before:  # R4a judges it next (a denial ends the loop without a call)
-        rt.llm.send_early("R4a", "AgentVerdict", agent_validator.messages_for(subtask, result))
+        rt.llm.send_early("R4a", "AgentVerdict", agent_validator.messages_for(subtask, result, _files_now(rt, subtask)))
     rt.tool_seconds += max(0.0, time.perf_counter() - started)
     logger = get_run_logger()
     logger.info("attempt %d: %s, %d tool calls", attempt, result.status, len(result.tool_calls))
@@ -83,11 +84,17 @@ async def execute_task(runtime_id: str, subtask: SubTask, toolbox: Any, correcti
     return result
 
 
+def _files_now(rt: Runtime, subtask: SubTask) -> list[str]:
+    """The files the subtask's criteria name, as R4a is shown them (read again for the real request, so
+    the early one is identical exactly when nothing changed in between)."""
+    return named_files_now(agent_validator.named_files(subtask), rt.workspace) if rt.workspace else []
+
+
 @task(name="validate", task_run_name="validate · attempt {attempt}", **ROLE_TASK)
 async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResult, attempt: int) -> AgentVerdict:
     """R4a: score one attempt's evidence against the subtask's criteria."""
     rt = asking(runtime_id)
-    answer = await agent_validator.judge(rt.llm, subtask, result)
+    answer = await agent_validator.judge(rt.llm, subtask, result, _files_now(rt, subtask))
     if rt.decisions is not None:
         rt.decisions.verdict("R4a", answer, subtask_id=subtask.subtask_id, attempt=attempt)
     logger = get_run_logger()

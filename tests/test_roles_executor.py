@@ -119,6 +119,24 @@ def test_same_call_after_a_different_one_is_allowed():
     assert result.status == "completed"
 
 
+def _pair(n: int) -> list[dict]:
+    """Run t4's repeated turn (#25): glob, then an append, asked together again and again."""
+    return [{"id": f"g{n}", "name": "glob", "arguments": {"pattern": "*.txt"}},
+            {"id": f"s{n}", "name": "shell", "arguments": {"command": "cat *.txt | wc -l >> totals.md"}}]
+
+
+@pytest.mark.parametrize("turns, ran, stopped", [
+    ([_pair(1), _pair(2), _pair(3)], 2, True),                       # the second identical turn runs nothing
+    ([_pair(1), shell("cat totals.md", "c9"), _pair(3), {"status": "completed", "output": "9"}], 5, False),
+    ([_pair(1), _pair(2)[:1], {"status": "completed", "output": "9"}], 3, False),  # a different turn
+])
+def test_the_same_several_calls_asked_again_end_the_attempt(turns, ran, stopped):
+    result, _, toolbox = run(turns)
+    assert len(toolbox.calls) == ran
+    assert (result.status == "uncertain" and "the same calls were requested again: glob, shell" in result.output) \
+        == stopped
+
+
 def test_failed_tool_is_reported_to_the_model_and_the_models_status_is_kept():
     result, llm, _ = run([[{"id": "c1", "name": "search", "arguments": {"q": "x"}}],
                           {"status": "failed", "output": "search unavailable"}])

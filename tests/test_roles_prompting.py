@@ -117,3 +117,18 @@ def test_align_verdicts_drops_a_class_on_pass_and_keeps_it_on_fail():
     aligned = align_verdicts([Criterion(criterion="a"), Criterion(criterion="b")],
                              [verdict("a", "pass", "environmental"), verdict("b", "fail", "environmental")])
     assert [v.failure_class for v in aligned] == [None, "environmental"]
+
+
+@pytest.mark.parametrize("named, expected", [
+    (["1", "2"], ["pass", "fail"]),                      # R4a of run t4 (#25): numbers, no text
+    (["criterion 2", "Criterion 1"], ["fail", "pass"]),
+    (["2.", "#1"], ["fail", "pass"]),
+    (["3", "1"], ["fail", "logical-missing"]),           # 3 is out of range: matches nothing
+    (["a exists", "1"], ["pass", "logical-missing"]),    # text first; the number then names a taken line
+])
+def test_align_verdicts_by_number(named, expected):
+    criteria = [Criterion(criterion="a exists"), Criterion(criterion="b counted")]
+    answers = [verdict(named[0], "pass"), verdict(named[1], "fail")]
+    aligned = align_verdicts(criteria, answers)
+    shown = ["logical-missing" if v.evidence == "validator gave no verdict" else v.verdict for v in aligned]
+    assert shown == expected

@@ -50,6 +50,8 @@ def test_the_task_criterion_on_step_one_moves_to_the_step_that_writes_the_file(s
     judged = [str(r["body"]["messages"][-1]["content"]) for r in server.requests if r["schema"] == "AgentVerdict"]
     assert OWN in judged[0] and "totals.md" not in judged[0].split(FIND, 1)[-1]
     assert EXISTS in judged[1] and HOLDS in judged[1]
+    shown_now = judged[1].split("Files the criteria name, as they are now", 1)[1]  # read by code, not claimed
+    assert "totals.md: exists, " in shown_now and "4 total" in shown_now
     assert "4 total" in (workspace / "totals.md").read_text()
     records = [json.loads(line) for path in (artoo_env / "home" / "decisions").rglob("*.jsonl")
                for line in path.read_text().splitlines()]

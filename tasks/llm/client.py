@@ -39,7 +39,7 @@ from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolTurn, answer_mode
 from artoo.tasks.llm.budget import PromptTooLong, fit_request
 from artoo.tasks.llm.context import context_window
 from artoo.tasks.llm.early import EARLY, answer_of, request_key
-from artoo.tasks.llm.errors import Endpoint, FeatureRefused, classify, is_retryable
+from artoo.tasks.llm.errors import Endpoint, FeatureRefused, classify, is_retryable, unreachable
 from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
 from artoo.tasks.llm.negotiator import KINDS, Negotiator
 from artoo.tasks.llm.parsing import (
@@ -70,6 +70,8 @@ class OpenAICompatLLM:
     def __init__(self, settings: Settings, max_retries: int = 1):
         self.settings = settings
         self.max_retries = max_retries
+        self._reached: set[str] = set()
+        """Endpoints that answered in this process: only these are waited for when they go away."""
         self.records: list[CallRecord] = []
         self.negotiator = Negotiator(self._negotiation_store, settings.llm.silent_tool_answers)
         """The request forms each endpoint and model takes (artoo.tasks.llm.negotiator)."""
@@ -244,7 +246,10 @@ class OpenAICompatLLM:
             self._observe(refused, ep, kwargs, None)  # in the decision log; not a request, so not in records
             raise
         early = EARLY.take(request_key(ep.base_url, ep.model, kwargs)) if EARLY.pending() else None
-        for attempt in range(self.max_retries + 1):
+        reconnect_until = time.monotonic() + self.settings.llm.reconnect_s
+        attempt = -1
+        while True:
+            attempt += 1
             started = time.perf_counter()
             try:
                 if early is not None and attempt == 0:  # sent ahead of this task: its answer, or its error
@@ -263,7 +268,11 @@ class OpenAICompatLLM:
                 if is_retryable(error) and attempt < self.max_retries:
                     await asyncio.sleep(backoff(exc, attempt))
                     continue
+                if is_retryable(error) and self._may_reconnect(ep, exc, attempt, reconnect_until):
+                    await asyncio.sleep(min(0.5 * 2 ** min(attempt, 4), 5.0))
+                    continue
                 raise error from exc
+            self._reached.add(ep.base_url)
             usage = getattr(response, "usage", None)
             record = CallRecord(role, ep.model, schema, getattr(usage, "prompt_tokens", 0) or 0,
                                 getattr(usage, "completion_tokens", 0) or 0, latency, ok=True, budget=budget)
@@ -274,6 +283,21 @@ class OpenAICompatLLM:
                 self._observe(record, ep, kwargs, response)
             return response, record
         raise AssertionError("unreachable")
+
+    def _may_reconnect(self, ep: Endpoint, exc: openai.APIError, attempt: int, until: float) -> bool:
+        """Whether to keep trying an endpoint that went away after answering in this process.
+
+        Why: a person restarting llama-server mid-run (it loads the model for seconds, answering 503
+        "Loading model" or refusing connections meanwhile) cost the whole run: each later round's R2 failed
+        at once and the GGS abandoned after four rounds in seconds (#25, run t5).  An endpoint that never
+        answered is a configuration mistake and still fails at once; one that did is waited for, up to
+        ``llm.reconnect_s``, with a warning in the log."""
+        if ep.base_url not in self._reached or not unreachable(exc) or time.monotonic() >= until:
+            return False
+        if attempt == self.max_retries:
+            log.warning("LLM endpoint %s is unreachable (%s); retrying for up to %g s", ep.base_url,
+                        type(exc).__name__, self.settings.llm.reconnect_s)
+        return True
 
     @contextlib.contextmanager
     def _judging(self, record: CallRecord) -> Iterator[None]:

@@ -73,6 +73,15 @@ def classify(exc: openai.APIError, role: str, ep: Endpoint, sent_format: bool,
     return RunFailure(f"{where}: the endpoint refused the request with HTTP {status}: {_detail(exc)}")
 
 
+def unreachable(exc: openai.APIError) -> bool:
+    """The server is not there right now (no connection, or a gateway/loading answer), not a timeout."""
+    if isinstance(exc, openai.APITimeoutError):
+        return False
+    if isinstance(exc, openai.APIConnectionError):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code in (502, 503, 504)
+
+
 def is_retryable(error: Exception) -> bool:
     """Only environmental failures are worth another try."""
     return isinstance(error, EnvironmentalFailure)

@@ -39,6 +39,8 @@ Evidence grounding rule:
 - A check after a failed primary action (ls, find, stat) does NOT prove the action succeeded.
 - Empty results from a search that really ran are a valid answer: absence can pass a criterion.
 - No tool call supporting a verifiable criterion means it fails.
+- "Files the criteria name, as they are now" was read by code after the attempt: it is ground truth for
+  whether a file exists and what it contains. A file that does not exist there fails its criterion.
 For every criterion give: the criterion text copied exactly, verdict pass or fail, evidence quoting the
 tool call it rests on, and when failing a failure_class:
   logical — the approach was wrong (wrong tool, wrong command, wrong reading of the task);
@@ -47,9 +49,18 @@ When anything fails, what_was_wrong says the gap and what_to_do the concrete cha
 attempt; otherwise both are null."""
 
 
-def messages_for(subtask: SubTask, result: ExecutionResult) -> list[dict]:
-    """R4a's prompt: the criteria, the executor's status, its claim and its evidence (both fenced)."""
+def named_files(subtask: SubTask) -> list[str]:
+    """The file names the criteria name, then the intent's: the files whose state R4a is shown."""
+    return [n for text in [*(c.criterion for c in subtask.success_criteria), subtask.intent]
+            for n in file_names(text)]
+
+
+def messages_for(subtask: SubTask, result: ExecutionResult, found: list[str] | None = None) -> list[dict]:
+    """R4a's prompt: the criteria, the executor's status, its claim and its evidence (all fenced);
+    ``found``: the named files as code read them after the attempt (tasks/tools/found.py)."""
     calls = "\n".join(result.tool_calls) or "(no tool was called)"
+    files = (["Files the criteria name, as they are now (read by code after the attempt, ground truth):\n"
+              + fence_untrusted("files now", "\n\n".join(found))] if found else [])
     content = "\n\n".join([
         f"Subtask intent: {subtask.intent}",
         "Subtask context:\n"
@@ -59,13 +70,14 @@ def messages_for(subtask: SubTask, result: ExecutionResult) -> list[dict]:
         "Executor output (a claim):\n" + fence_untrusted("executor output", result.output or "(empty)"),
         f"Tool calls recorded by code ({len(result.tool_calls)}), the ground truth:\n"
         + fence_untrusted("tool calls", calls),
+        *files,
     ])
     return [system(ROLE, "AgentVerdict"), user(content)]
 
 
-async def judge(llm, subtask: SubTask, result: ExecutionResult) -> AgentVerdict:
+async def judge(llm, subtask: SubTask, result: ExecutionResult, found: list[str] | None = None) -> AgentVerdict:
     """Ask the tool-tier model for per-criterion verdicts on one attempt (schema ``AgentVerdict``)."""
-    return await llm.structured("R4a", "AgentVerdict", messages_for(subtask, result))
+    return await llm.structured("R4a", "AgentVerdict", messages_for(subtask, result, found))
 
 
 def _synthetic(criterion: str, failure_class: FailureClass, evidence: str) -> list[CriterionVerdict]:

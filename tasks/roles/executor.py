@@ -4,7 +4,9 @@ The model chooses tools; code runs them and records the evidence.  Each ``tool_c
 entry is the toolbox's own ``name: input → firstN(output, 200)`` line, never text the
 model wrote, so R4a judges against what really happened (Law 0).  Tool output returns to
 the model fenced as untrusted data.  Code also bounds the attempt: at most
-``max_tool_calls`` calls, and the same call twice in a row ends it — both end as
+``max_tool_calls`` calls, and the same call twice in a row ends it, as does a turn asking for the
+same several calls as the turn before (Qwen2.5-Coder-1.5B repeated ``glob`` then
+``cat *.txt | wc -l >> totals.md`` four turns running, appending to the file each time) — all end as
 ``uncertain`` with the reason, never as a claimed success.  The executor never retries on
 its own; a retry is R4a's CorrectionSignal, stated in the next attempt's prompt.
 """
@@ -112,6 +114,7 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
     evidence: list[str] = []
     calls: list[ToolCall] = []
     previous: str | None = None
+    previous_turn: list[str] = []
     while True:
         turn = await llm.tool_turn("R3", with_checklist(messages, subtask), toolbox.specs())
         note = turn.assistant_message.get("content") if isinstance(turn.assistant_message, dict) else None
@@ -121,6 +124,11 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
                                 evidence, note, calls)
             return ExecutionResult(subtask_id=subtask.subtask_id, status=turn.final.status,
                                    output=turn.final.output, tool_calls=evidence, calls=calls)
+        asked = [_signature(c.name, c.arguments) for c in turn.tool_calls]
+        if len(asked) > 1 and asked == previous_turn:
+            return _stopped(subtask, "the same calls were requested again: "
+                            + ", ".join(c.name for c in turn.tool_calls), evidence, note, calls)
+        previous_turn = asked
         messages.append(turn.assistant_message)
         for call in turn.tool_calls:
             signature = _signature(call.name, call.arguments)

@@ -122,14 +122,33 @@ def criterion_key(text: str) -> str:
     return " ".join(stripped.casefold().split())
 
 
+_BY_NUMBER = re.compile(r"^\s*(?:criterion\s*)?#?(\d+)[.)]?\s*$", re.IGNORECASE)
+
+
+def _numbered_answer(text: str, count: int) -> int | None:
+    """The 0-based index an answer names by number alone ("1", "criterion 2"), None otherwise."""
+    match = _BY_NUMBER.match(text)
+    index = int(match.group(1)) - 1 if match else -1
+    return index if 0 <= index < count else None
+
+
 def align_verdicts(criteria: list[Criterion], answers: list[VerdictAnswer]) -> list[CriterionVerdict]:
-    """One verdict per planned criterion, matched by text; a missing one fails (logical)."""
+    """One verdict per planned criterion, matched by text; a missing one fails (logical).
+
+    An answer that names its criterion by number alone ("1") is matched to that numbered line of the
+    prompt: Qwen2.5-Coder-1.5B as R4a wrote ``"criterion": "1"`` (#25, run t4), which by text matched
+    nothing and failed a criterion it had judged.  A number is unambiguous; a text match still wins."""
     by_key: dict[str, VerdictAnswer] = {}
+    by_index: dict[int, VerdictAnswer] = {}
     for answer in answers:
-        by_key.setdefault(criterion_key(answer.criterion), answer)
+        index = _numbered_answer(answer.criterion, len(criteria))
+        if index is not None:
+            by_index.setdefault(index, answer)
+        else:
+            by_key.setdefault(criterion_key(answer.criterion), answer)
     verdicts = []
-    for criterion in criteria:
-        found = by_key.get(criterion_key(criterion.criterion))
+    for index, criterion in enumerate(criteria):
+        found = by_key.get(criterion_key(criterion.criterion)) or by_index.get(index)
         if found is None:
             verdicts.append(CriterionVerdict(criterion=criterion.criterion, verdict="fail",
                                              failure_class="logical", evidence="validator gave no verdict",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -136,7 +137,24 @@ def write_text(path: Path, content: str) -> str:
         _refuse_special(path, os.fstat(fd).st_mode, "write_file")
         handle.write(content.encode("utf-8"))
     verb = "overwrote" if existed else "created"
-    return f"{verb} {path} ({len(content)} characters)"
+    return f"{verb} {path} ({len(content)} characters){literal_note(content)}"
+
+
+_SHELL_SYNTAX = re.compile(r"\$\([^)]*\)|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Z_][A-Z0-9_]+\b")
+
+
+def literal_note(content: str) -> str:
+    """A note when written text looks like shell it expected to run: write_file runs nothing.
+
+    Why: Qwen2.5-Coder-1.5B called ``write_file`` with content ``total: $(cat *.txt | wc -l)`` (#25,
+    run t4) and went on as if totals.md held a number; the file held that text.  The tool result is what
+    the model reads next, so it says so there.  Only substitutions and variables (``$(…)``, ``${X}``,
+    ``$HOME``) count: backquotes are Markdown's code spans far more often than shell."""
+    found = _SHELL_SYNTAX.search(content)
+    if not found:
+        return ""
+    return (f". Note: the content was written literally, {found.group(0)[:60]} included: write_file runs no "
+            "shell. To put a command's output in a file, run it with the shell tool and redirect (cmd > file).")
 
 
 def glob_files(pattern: str, root: Path, cap: int = GLOB_CAP, visit_cap: int = GLOB_VISIT_CAP,

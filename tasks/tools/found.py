@@ -1,0 +1,62 @@
+"""The files a subtask's criteria name, as they are now: read by code for the Agent-Validator.
+
+Why: R4a judges an attempt against evidence, and the executor's answer is only a claim.  With
+Qwen2.5-Coder-1.5B the recorded tool calls were often the wrong evidence for a file criterion:
+``cat *.txt | wc -l >> totals.md`` prints nothing, so the validator saw no content and guessed; and a
+claim "totals.md exists" with no call behind it was passed (#25, run t3).  The file itself settles
+both.  Code reads each named file from the workspace after the attempt (the shell's changes are
+committed there by then) and R4a sees its state beside the tool calls: absent, or its size, line
+count and head.  Reading is confined to the workspace like the read tool, never follows a symlink
+out of it, never reads a device or FIFO, and is capped, so a criterion cannot turn this into a leak.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from artoo.tasks.tools.files import confine, read_text, resolve_path
+from artoo.tasks.tools.models import ToolError
+
+SHOWN_CHARS = 1200
+"""Characters of each named file shown to the validator."""
+COUNTED_BYTES = 65536
+"""A file up to this size has its lines counted; a bigger one is shown by its head and size only."""
+MOST_FILES = 3
+"""At most this many named files are read per attempt (the first the criteria name)."""
+
+
+def _state(name: str, workspace: Path, chars: int) -> str:
+    path = resolve_path(name, workspace)
+    try:
+        real = confine(path, [workspace], "reading")
+    except ToolError as exc:
+        return f"{name}: not read ({exc})"
+    if not os.path.lexists(real):
+        return f"{name}: does not exist in {workspace}"
+    if real.is_dir():
+        return f"{name}: is a directory"
+    size = real.stat().st_size
+    if size == 0:
+        return f"{name}: exists, empty (0 bytes)"
+    try:
+        text = read_text(real, cap=COUNTED_BYTES)
+    except ToolError as exc:
+        return f"{name}: not read ({exc})"
+    if text.startswith(f"binary file {real}"):
+        return f"{name}: exists, {text}"
+    counted = f"{text.count(chr(10)) + (0 if text.endswith(chr(10)) else 1)} lines" if size <= COUNTED_BYTES \
+        else "lines not counted"
+    more = "" if len(text) <= chars and size <= COUNTED_BYTES else f"\n… (cut here: the file has {size} bytes)"
+    return f"{name}: exists, {size} bytes, {counted}:\n{text[:chars]}{more}"
+
+
+def named_files_now(names: list[str], workspace: Path | str, chars: int = SHOWN_CHARS,
+                    most: int = MOST_FILES) -> list[str]:
+    """One line block per distinct named file: whether it exists in the workspace and its head."""
+    root = Path(workspace).expanduser()
+    seen: list[str] = []
+    for name in names:
+        if name not in seen:
+            seen.append(name)
+    return [_state(name, root, chars) for name in seen[:most]]
