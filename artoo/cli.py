@@ -366,7 +366,14 @@ def policy_check(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: every command runs in this process, with the caller's limits
+    (cgroup, nice level, ulimits, job control); it leaves without finalising the interpreter (artoo.fast_exit)."""
+    from artoo.fast_exit import run as run_fast
+
+    run_fast(_main)
+
+
+def _main() -> None:
     # A local agent does not phone home; the ephemeral Prefect server inherits this.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     try:

@@ -15,13 +15,6 @@ leaves nothing stale: the kernel drops a dead process's locks.
 * ``users.lock``: every command using the server holds it shared; the server counts as idle
   only when it can take it exclusively *and* no request came for ``linger_s`` seconds (a
   long model call makes no API request, but its command still holds the lock).
-
-The server also owns the home's warm runner (artoo.zygote, ``server.warm_runner``): it starts it
-once a command asked for one (``warm.wanted``, touched by the ``artoo`` console script when it had
-to run in process) and no command is running (or 30 s after the ask, for a home that always has one,
-e.g. a long ``artoo chat``), so its imports (2-3 CPU s) rarely compete with a command, and a home only
-ever driven in process (most tests) never pays them.  The runner dies with the
-server; a runner that died is started again at the next ask.
 """
 
 from __future__ import annotations
@@ -44,9 +37,6 @@ from pathlib import Path
 from artoo.config.errors import EnvironmentalFailure
 
 IDLE_POLL_S = 1.0
-WARM_WAIT_S = 30.0
-"""How long an asked-for warm runner waits for a moment with no command running (a long `artoo chat`
-holds the users lock for hours) before it starts anyway."""
 
 
 @dataclass(frozen=True)
@@ -81,13 +71,6 @@ class Paths:
     def log(self) -> Path:
         return self.root / "server.log"
 
-    @property
-    def wanted(self) -> Path:
-        return self.root / "warm.wanted"
-
-    @property
-    def warm_log(self) -> Path:
-        return self.root / "warm.log"
 
 
 def _try_lock(path: Path, mode: int) -> int | None:
@@ -297,41 +280,6 @@ def idle(activity: Activity, users: Path, linger_s: float) -> bool:
     return not _held_by_someone(users)
 
 
-def start_runner(enabled: bool, running: bool, asked_s: float | None, started_s: float, busy: bool,
-                 now_s: float) -> bool:
-    """Whether the server starts a warm runner now: asked for (``asked_s``, the ask's time) since the last
-    start, none running, and no command running, or the ask is ``WARM_WAIT_S`` old."""
-    if not enabled or running or asked_s is None or asked_s <= started_s:
-        return False
-    return not busy or now_s - asked_s >= WARM_WAIT_S
-
-
-class WarmRunner:
-    """The home's warm runner, started by the server when asked for (see the module docstring)."""
-
-    def __init__(self, home: Path, paths: Paths, enabled: bool) -> None:
-        self.home, self.paths, self.enabled = home, paths, enabled
-        self.process: subprocess.Popen | None = None
-        self.asked = 0.0
-
-    def poll(self) -> None:
-        """Start the runner when ``start_runner`` says so; its output goes to warm.log."""
-        running = self.process is not None and self.process.poll() is None
-        try:
-            asked = self.paths.wanted.stat().st_mtime
-        except OSError:
-            asked = None
-        now = time.time()
-        if not start_runner(self.enabled, running, asked, self.asked, False, now):
-            return
-        if not start_runner(self.enabled, running, asked, self.asked, _held_by_someone(self.paths.users), now):
-            return
-        self.asked = asked
-        with self.paths.warm_log.open("ab") as log:  # started from this thread, which lives as long as the server
-            self.process = subprocess.Popen([sys.executable, "-P", "-m", "artoo.zygote", str(self.home),
-                                             str(os.getpid())], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-
-
 def serve(home: Path, linger_s: float) -> int:
     """The server process: claim the home, serve until idle for ``linger_s`` or SIGTERM."""
     import uvicorn
@@ -353,27 +301,15 @@ def serve(home: Path, linger_s: float) -> int:
         if claim_fd is None:  # another server won the race: leave it the home
             server.should_exit = True
             return
-        runner = WarmRunner(home, paths, _warm_runner_enabled())
         while not server.should_exit:
             if idle(activity, paths.users, linger_s):
                 print(f"artoo: idle for {linger_s:g} s, stopping", file=sys.stderr, flush=True)
                 server.should_exit = True
-            runner.poll()
             time.sleep(IDLE_POLL_S)
 
     threading.Thread(target=watch, name="artoo-linger", daemon=True).start()
     server.run()
     return 0
-
-
-def _warm_runner_enabled() -> bool:
-    from artoo.config.errors import ConfigurationError
-    from artoo.config.settings import load_settings
-
-    try:
-        return load_settings().server.warm_runner
-    except ConfigurationError:
-        return False
 
 
 if __name__ == "__main__":  # python -m artoo.lingering HOME LINGER_S (started by ensure)

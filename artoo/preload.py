@@ -1,9 +1,8 @@
 """What ``artoo run`` imports on its way to its first flow run, to import ahead of time.
 
-Why: two places pay those imports before they are needed.  The warm runner (artoo.zygote) imports
-them once per home and forks a child per command.  A command without a runner (artoo.runner) imports
-them while its server is still starting, so the flow's first call does not import them between two
-LLM requests (bench/README.md, ``overhead.process_cold``).  Standard library only at import.
+Why: a command that starts its server (the first of the day) waits for it ~3 s; importing these
+meanwhile (artoo.runner) keeps the flow's first call from importing them between two LLM requests
+(bench/README.md, ``overhead.process_cold``).  Standard library only at import.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ PRELOAD = (
     "artoo.memory.potentials", "artoo.embedded_server", "artoo.lingering", "artoo.local_server", "artoo.quiet",
     "artoo.flows.task_flow", "artoo.flows.auditor", "artoo.tasks.bus", "artoo.tasks.roles.perceiver",
 )
-"""What ``artoo run`` imports on its way to the first LLM call (never the CLI modules: artoo.zygote says why)."""
+"""What ``artoo run`` imports on its way to the first LLM call."""
 
 
 def preload(skipped: Callable[[str, ImportError], None] | None = None) -> None:

@@ -8,7 +8,7 @@ every (scenario, mode) job gets its own scripted server, and the jobs take turns
 run each, ``repeats`` times, so a noisy moment hurts all candidates alike.
 
 ``process_run`` measures the figure a user feels: a whole ``artoo run`` process, from
-command start to exit, ephemeral Prefect, with a warm home (one run before it).
+command start to exit, embedded Prefect, after one untimed process in the same home.
 """
 
 from __future__ import annotations
@@ -170,18 +170,6 @@ class ProcessRun:
         return median([w / (n * self.latency_s) for w, n in zip(self.walls_s, self.sequential_requests, strict=True)])
 
 
-def warm_runner_ready(home: Path, timeout_s: float = 120.0) -> bool:
-    """Wait until the home's warm runner says it is ready (its log); False when none came in time."""
-    from artoo.lingering import Paths
-
-    log, deadline = Paths.of(home).warm_log, time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if log.exists() and " ready for " in log.read_text(errors="replace"):
-            return True
-        time.sleep(0.2)
-    return False
-
-
 def artoo_command() -> list[str]:
     """The installed ``artoo`` console script next to this interpreter (or the module entry point)."""
     script = Path(sys.executable).with_name("artoo")
@@ -195,10 +183,7 @@ def process_run(scenario: Scenario, runs: int, root: Path, original_env: dict[st
     """``artoo run --json`` as subprocesses in embedded mode (no PREFECT_API_URL), ``runs`` of them timed.
 
     Warm (the default): the home's lingering server, started by the warm-up, serves each timed
-    process, as it does for a person's second command, and so does the home's warm runner
-    (artoo.zygote), which the server starts once the warm-up ended: in a fresh home the timed
-    processes wait for it to be ready first, as a person's second command comes seconds after the
-    first, not at once.
+    process, as it does for a person's second command.
     Cold: ``artoo stop`` before each timed
     process, so each starts the server itself, as a person's first command of the day does.
     Either way one untimed warm-up process runs first (in ``home``, a name under ``root`` already
@@ -227,8 +212,6 @@ def process_run(scenario: Scenario, runs: int, root: Path, original_env: dict[st
             if done.returncode != 0 or final.get("directive") != scenario.directive:
                 raise RuntimeError(f"`artoo run` exited {done.returncode} ({final.get('directive')!r}); "
                                    f"see {root / 'process.log'}")
-            if index == 0 and not cold and home is None:  # a reused home's users lock is held by this process:
-                warm_runner_ready(Path(env["ARTOO_HOME"]))  # its server starts no runner while it lives
             walls.append(wall)
             sequential.append(economy(requests, scenario.subtasks).sequential_requests)
             heads.append(min(r["received"] for r in requests) - clock)

@@ -16,11 +16,6 @@ names the wrapper when the pinned behaviour changes:
 * :func:`sqlite_immediate_writes`: make the server's SQLite write transactions ``BEGIN
   IMMEDIATE`` (Prefect's ``AioSqliteConfiguration.begin_transaction`` with ``with_for_update``,
   its own switch for that), so concurrent writers queue instead of deadlocking into 503s.
-* :func:`rebuild_prefect_from_environment`: the warm runner's child (artoo.zygote) takes another
-  process's environment and cwd after Prefect was imported; Prefect built its root settings context
-  (PREFECT_* variables, the profile, ``.env``/``prefect.toml``/``pyproject.toml`` in the cwd) and its
-  logging handlers at import, so both are built again (``refresh_global_settings_context``, which
-  Prefect calls after its plugins ran, and ``setup_logging`` non-incrementally).
 * :func:`repeat_sigterm_while_killing`: Prefect's runner stops a flow-run process with one SIGTERM
   and a SIGKILL 30 s later (``ProcessManager.kill``); the child's SIGTERM bridge raises
   ``TerminationSignal`` wherever its main thread is, and asyncio swallows a BaseException raised in a
@@ -78,16 +73,6 @@ def process_wide_settings() -> Iterator[None]:
 
     with prefect.context._temporary_global_settings_context(prefect.context.get_settings_context()):
         yield
-
-
-def rebuild_prefect_from_environment() -> None:
-    """Build Prefect's root settings context and logging config again from os.environ and the cwd, as
-    ``import prefect`` did."""
-    import prefect.context
-    from prefect.logging.configuration import setup_logging
-
-    prefect.context.refresh_global_settings_context()
-    setup_logging(incremental=False)
 
 
 def prefect_server_app(ephemeral: bool = True) -> Any:

@@ -116,10 +116,6 @@ class ServerParams(BaseModel):
     embedded: Literal["artoo", "prefect"] = Field(
         "artoo", description="Which server runs when no PREFECT_API_URL is set: artoo's (short Retry-After on "
         "SQLite locks, started early, lingering) or Prefect's own ephemeral server, started by Prefect itself.")
-    warm_runner: bool = Field(
-        True, description="`artoo run` hands its command to a warm runner of this home (started by the lingering "
-        "server, Prefect and the flows already imported; artoo.zygote) instead of importing everything itself. "
-        "Off: every command runs in its own process from scratch.")
 class DecisionLogParams(BaseModel):
     """The decision log under ARTOO_HOME/decisions: one JSONL file per run (artoo log, artoo replay)."""
 

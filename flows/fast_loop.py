@@ -18,7 +18,7 @@ from artoo.tasks.decision_log import SCOPE
 from artoo.tasks.prefect_tasks import execute_task, validate_task
 from artoo.tasks.roles import agent_validator as r4a
 from artoo.tasks.runtime import get_runtime
-from artoo.tasks.tools import ToolBox
+from artoo.tasks.tools import Blocks, ToolBox
 
 
 def subtask_run_name(round_no: int, index: int, intent: str) -> str:
@@ -38,8 +38,8 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
     rt.bus.publish(subtask, "R2", "R3", subtask.subtask_id)
     SCOPE.set({**SCOPE.get(), "subtask": subtask.subtask_id})  # this subflow's own context (gathered task)
     recorder = rt.decisions.tool_call if rt.decisions is not None else None
-    toolbox = ToolBox(rt.settings, rt.workspace, rt.gate, set(blocked_tools), set(blocked_targets),
-                      recorder=recorder, blocked_pairs={tuple(p) for p in blocked_pairs or []}, created=rt.created)
+    blocks = Blocks(frozenset(blocked_tools), tuple(blocked_targets), frozenset(tuple(p) for p in blocked_pairs or []))
+    toolbox = ToolBox(rt.settings, rt.workspace, rt.gate, blocks, recorder=recorder, created=rt.created)
     trajectory: list[GapPoint] = []
     correction = None
     max_attempts = rt.settings.ggs.max_retries + 1

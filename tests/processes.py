@@ -32,14 +32,15 @@ def read_until(stream, marker: bytes, timeout_s: float) -> bytes:
     return seen
 
 
-def wait_for_command(argv: list[str], timeout_s: float) -> None:
-    """Wait until a process runs exactly ``argv`` (e.g. the sandboxed ``sleep 60`` a story's tool started)."""
+def wait_for_command(argv: list[str], timeout_s: float) -> int:
+    """Wait until a process runs exactly ``argv`` (e.g. the sandboxed ``sleep 60`` a story's tool started);
+    its pid."""
     wanted = b"".join(a.encode() + b"\0" for a in argv)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
             with contextlib.suppress(OSError):
                 if cmdline.read_bytes() == wanted:
-                    return
+                    return int(cmdline.parent.name)
         time.sleep(0.1)
     raise AssertionError(f"no `{' '.join(argv)}` process started")

@@ -13,6 +13,7 @@ from artoo.memory.calibration import calibrate
 from artoo.memory.tags import entity_target, path_entity
 from artoo.tasks.access import access_blocked, attributed_blocks, call_accesses
 from artoo.tasks.plan_rules import validate_plan
+from artoo.tasks.tools import Blocks
 from tests.test_failure_model import outcome, shell_fail
 from tests.test_memory_calibration import IGNORE, pot
 from tests.test_tools import make_box, run
@@ -146,8 +147,9 @@ def test_the_toolbox_refuses_a_target_blocked_for_writing_only_for_writing(tmp_p
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "data.csv").write_text("b\na\n")
-    box = make_box(tmp_path, ws, blocked_targets=[BlockedTarget(target="data.csv", access="write")],
-                   blocked_pairs={("shell", str(ws / "data.csv"), "delete")})  # memory's pair: deleting only
+    box = make_box(tmp_path, ws, blocks=Blocks(targets=(BlockedTarget(target="data.csv", access="write"),),
+                                               pairs=frozenset({("shell", str(ws / "data.csv"), "delete")})))
+    # memory's pair: deleting only
     result = run(box.call(name, arguments))
     assert result.ok is not refused, result.output
     if refused:

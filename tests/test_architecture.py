@@ -27,7 +27,7 @@ LAYERS = [("artoo.config", 0), ("artoo.memory", 1), ("artoo.tasks", 2), ("artoo.
           ("artoo.prefect_sources", 4), ("artoo.preload", 4), ("artoo.inflight", 4),
           ("artoo.bench", 5), ("artoo.eval", 5), ("artoo.cli", 6), ("artoo.cli_memory", 6), ("artoo.cli_observe", 6),
           ("artoo.cli_chat", 6), ("artoo.cli_eval", 6), ("artoo.cli_config", 6),
-          ("artoo.cluster", 4), ("artoo.cli_cluster", 6), ("artoo.warm", 6), ("artoo.zygote", 6)]
+          ("artoo.cluster", 4), ("artoo.cli_cluster", 6), ("artoo.fast_exit", 6)]
 ROLES = {"perceiver", "planner", "executor", "agent_validator", "meta_validator"}
 PREFECT_EDGE = {"artoo.config.compat", "artoo.tasks.prefect_tasks", "artoo.tasks.ggs.task", "artoo.tasks.bus",
                 "artoo.tasks.tools.box"}

@@ -81,49 +81,6 @@ def test_prefect_ephemeral_server_is_one_instance_per_process_and_stops():
     compat.stop_prefect_ephemeral_server()
 
 
-REBUILD_PROBE = """
-import json, logging, os, sys
-import prefect.main  # what `import prefect` runs: settings and logging built from this environment
-from prefect.logging.handlers import APILogHandler
-from prefect.settings import get_current_settings
-from artoo.config import compat
-
-before = get_current_settings().api.url
-runs = logging.getLogger("prefect.flow_runs")
-handler = next(h for h in runs.handlers if isinstance(h, APILogHandler))
-os.environ["PREFECT_API_URL"] = "http://127.0.0.1:9/api"
-os.chdir(sys.argv[1])
-stale = get_current_settings().api.url
-compat.rebuild_prefect_from_environment()
-rebuilt = get_current_settings()
-print(json.dumps({"before": before, "stale": stale, "url": rebuilt.api.url, "retries": rebuilt.client.max_retries,
-                  "handler_rebuilt": handler not in runs.handlers,
-                  "api_handler": any(isinstance(h, APILogHandler) for h in runs.handlers)}))
-"""
-
-
-def test_rebuild_prefect_from_environment_reads_the_new_environment_cwd_and_logging(tmp_path: Path):
-    """As the warm runner's child: Prefect imported under one environment, then another one and another cwd.
-
-    In a fresh process: this one's settings are the session's (tests/conftest.py), not the root ones.
-    """
-    import json
-    import os
-    import subprocess
-    import sys
-
-    (tmp_path / "prefect.toml").write_text("[client]\nmax_retries = 7\n")  # Prefect reads it from the cwd
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"))
-    done = subprocess.run([sys.executable, "-c", REBUILD_PROBE, str(tmp_path)], env=env, capture_output=True,
-                          text=True, timeout=120, cwd=ROOT.parent)
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen["before"] is None and seen["stale"] is None  # captured at import: the child's problem
-    assert seen["url"] == "http://127.0.0.1:9/api" and seen["retries"] == 7
-    assert seen["handler_rebuilt"] and seen["api_handler"]  # logging built again (the console's sees the new stderr)
-
-
 def test_a_named_subflow_gets_its_name_verbatim_through_prefects_public_path(prefect_api):
     """compat.named: braces and all, the name is used as given (never ``str.format``-ed with the parameters),
     through Prefect's own create-then-rename path (#27: no private engine names); the run stays in its

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from artoo.config.settings import load_settings
-from artoo.tasks.tools import HeadTailBuffer, PendingAction, ToolBox, first_n, head_tail, headTail
+from artoo.tasks.tools import Blocks, Confinement, HeadTailBuffer, PendingAction, ToolBox, first_n, head_tail, headTail
 from artoo.tasks.tools.files import glob_files, sniff_binary
 from artoo.tasks.tools.locate import locate, name_matches, walk
 from artoo.tasks.tools.text import join_head_tail
@@ -244,7 +244,7 @@ def test_locate_tool_walks_home_without_an_index(tmp_path: Path, ws: Path, home:
 
 # ------------------------------------------------------------------ blocks, arguments, evidence
 def test_blocked_tool_is_refused_and_hidden_from_specs(tmp_path: Path, ws: Path) -> None:
-    box = make_box(tmp_path, ws, blocked_tools={"shell"})
+    box = make_box(tmp_path, ws, blocks=Blocks(tools=frozenset({"shell"})))
     names = [s["function"]["name"] for s in box.specs()]
     assert names == ["locate", "glob", "read_file", "write_file", "search"]
     result = run(box.call("shell", {"command": "echo hi"}))
@@ -255,7 +255,7 @@ def test_blocked_tool_is_refused_and_hidden_from_specs(tmp_path: Path, ws: Path)
 def test_blocked_target_is_refused_naming_it(tmp_path: Path, ws: Path) -> None:
     (ws / "secret").mkdir()
     (ws / "secret" / "a.txt").write_text("x")
-    box = make_box(tmp_path, ws, blocked_targets={"secret/a.txt"})
+    box = make_box(tmp_path, ws, blocks=Blocks(targets=("secret/a.txt",)))
     result = run(box.call("read_file", {"path": "secret/a.txt"}))
     shelled = run(box.call("shell", {"command": "cat secret/a.txt"}))
     for r in (result, shelled):  # the target as normalised (#13: exact targets, never substrings)
@@ -278,7 +278,7 @@ def test_blocked_pair_refuses_only_that_tool_on_that_target(tmp_path: Path, ws: 
     for d in ("x", "y"):
         (ws / d).mkdir()
         (ws / d / "a.txt").write_text("x")
-    box = make_box(tmp_path, ws, blocked_pairs={("shell", str(ws / "x"))})
+    box = make_box(tmp_path, ws, blocks=Blocks(pairs=frozenset({("shell", str(ws / "x"))})))
     assert "shell" in [s["function"]["name"] for s in box.specs()]
     result = run(box.call(name, {key: value.format(x=ws / "x", y=ws / "y")}))
     assert result.ok is not refused, result.output
@@ -289,7 +289,7 @@ def test_blocked_pair_refuses_only_that_tool_on_that_target(tmp_path: Path, ws: 
 def test_allowed_roots_refuse_outside_paths(tmp_path: Path, ws: Path) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("x")
-    box = make_box(tmp_path, ws, allowed_roots=[ws])
+    box = make_box(tmp_path, ws, confinement=Confinement(read_roots=(ws,)))
     result = run(box.call("read_file", {"path": str(outside)}))
     assert not result.ok and result.failure_class == "environmental" and "outside the allowed roots" in result.output
 
@@ -373,7 +373,7 @@ def ddg_server():
 
 
 def test_search_against_local_server(tmp_path: Path, ws: Path, ddg_server: str) -> None:
-    box = make_box(tmp_path, ws, search_url=ddg_server)
+    box = make_box(tmp_path, ws, confinement=Confinement(search_url=ddg_server))
     found = run(box.call("search", {"query": "python docs"}))
     empty = run(box.call("search", {"query": "nothing"}))
     broken = run(box.call("search", {"query": "broken"}))
@@ -386,7 +386,7 @@ def test_search_offline_is_environmental(tmp_path: Path, ws: Path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    box = make_box(tmp_path, ws, search_url=f"http://127.0.0.1:{port}/html/")
+    box = make_box(tmp_path, ws, confinement=Confinement(search_url=f"http://127.0.0.1:{port}/html/"))
     result = run(box.call("search", {"query": "anything"}))
     assert not result.ok and result.failure_class == "environmental"
     assert result.output.startswith("web search unavailable: ")

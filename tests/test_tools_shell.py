@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from artoo.config.settings import load_settings
-from artoo.tasks.tools import ToolBox
+from artoo.tasks.tools import Confinement, ToolBox
 from artoo.tasks.tools.shell import build_shell_argv, find_on_personal_path
 from artoo.tasks.tools.text import evidence_of, with_note
 from tests.processes import alive
@@ -57,7 +57,7 @@ def test_shell_timeout_kills_the_process_group(tmp_path: Path, ws: Path) -> None
     settings = load_settings(home=str(tmp_path / "h"), workspace=str(ws), tools={"shell_timeout_s": 1.0})
     # host PIDs: the fallback's process-group kill (under bubblewrap $! is a PID-namespace number;
     # the sandbox's kill is tested in tests/reliability/test_sandbox.py)
-    box = ToolBox(settings, ws, Gate(False), sandbox_mode="off")
+    box = ToolBox(settings, ws, Gate(False), confinement=Confinement(sandbox_mode="off"))
     result = run(box.call("shell", {"command": "sleep 60 & echo $! > child.pid; echo started; wait"}))
     assert not result.ok and result.failure_class == "environmental"
     assert result.output.startswith("timed out after 1s") and "started" in result.output

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from artoo.tasks.tools import changeset, overlay, sandbox
+from artoo.tasks.tools import Confinement, changeset, overlay, sandbox
 from artoo.tasks.tools.doors import unix_socket_filter
 from tests.test_tools import Gate, make_box, run
 
@@ -216,7 +216,8 @@ def test_unknown_architecture_gets_no_filter() -> None:
 def test_with_the_network_on_the_text_judge_still_asks_what_no_overlay_sees(
         tmp_path: Path, ws: Path, command: str, network: bool, asked: bool) -> None:
     gate = Gate(False)
-    result = run(make_box(tmp_path, ws, gate, network=network).call("shell", {"command": command}))
+    box = make_box(tmp_path, ws, gate, confinement=Confinement(network=network))
+    result = run(box.call("shell", {"command": command}))
     assert bool(gate.asked) is asked
     assert result.output.startswith("[LAW1] denied") is asked
 

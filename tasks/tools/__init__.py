@@ -5,8 +5,8 @@ irreversible action it could take.
 """
 
 from artoo.tasks.tools.box import ToolBox
-from artoo.tasks.tools.models import Gate, PendingAction, ToolError, ToolResult
+from artoo.tasks.tools.models import Blocks, Confinement, Gate, PendingAction, ToolError, ToolResult
 from artoo.tasks.tools.text import HeadTailBuffer, first_n, head_tail, headTail
 
-__all__ = ["Gate", "HeadTailBuffer", "PendingAction", "ToolBox", "ToolError", "ToolResult", "first_n",
-           "head_tail", "headTail"]
+__all__ = ["Blocks", "Confinement", "Gate", "HeadTailBuffer", "PendingAction", "ToolBox", "ToolError", "ToolResult",
+           "first_n", "head_tail", "headTail"]

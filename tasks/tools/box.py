@@ -19,7 +19,7 @@ text judge still rules on what no overlay can observe: data sent off the machine
 
 Confinement (why: the arguments are written by a model that may have read hostile text):
 read_file and glob stay inside the read roots (the workspace and the home directory unless
-``allowed_roots`` says otherwise), write_file creates files only inside the write roots
+the Confinement's ``read_roots`` say otherwise), write_file creates files only inside the write roots
 (the workspace), and every path is resolved through symlinks and ``..`` first.  Shell
 commands run in the sandbox of artoo.tasks.tools.sandbox; network is off unless the subtask
 needs the web (the ``network`` flag, or once it has called ``search``).
@@ -34,10 +34,9 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
-from artoo.config.contracts import BlockedTarget
 from artoo.config.settings import Settings
 from artoo.tasks.access import blocked_by_target, call_accesses, pairs_by_access, refusal
 from artoo.tasks.failure import call_targets
@@ -45,7 +44,7 @@ from artoo.tasks.law1 import changes as law1_changes
 from artoo.tasks.law1.judge import PolicyVerdict, judge_command, judge_write, real_exists
 from artoo.tasks.tools import blocks, changeset, doors, files, overlay, sandbox, shell
 from artoo.tasks.tools.locate import locate
-from artoo.tasks.tools.models import Gate, PendingAction, ToolError, ToolResult
+from artoo.tasks.tools.models import Blocks, Confinement, Gate, PendingAction, ToolError, ToolResult
 from artoo.tasks.tools.specs import PRIMARY, specs_for
 from artoo.tasks.tools.text import evidence_of, head_tail, with_note
 from artoo.tasks.tools.web import DDG_URL, web_search
@@ -54,29 +53,25 @@ from artoo.tasks.tools.web import DDG_URL, web_search
 class ToolBox:
     """The executor's tools for one subtask, with GGS blocks and the Law-1 gate applied."""
 
-    def __init__(self, settings: Settings, workspace: Path, gate: Gate, blocked_tools: set[str] = frozenset(),
-                 blocked_targets: Iterable[BlockedTarget | str] = frozenset(),
-                 allowed_roots: list[Path] | None = None, *,
-                 search_url: str = DDG_URL, network: bool = False, write_roots: list[Path] | None = None,
-                 sandbox_mode: str | None = None, limits: sandbox.Limits | None = None,
-                 recorder: Callable[[dict], None] | None = None,
-                 blocked_pairs: Iterable[tuple[str, ...]] = frozenset(), created: set[str] | None = None) -> None:
+    def __init__(self, settings: Settings, workspace: Path, gate: Gate, blocks: Blocks | None = None,
+                 confinement: Confinement | None = None, *, recorder: Callable[[dict], None] | None = None,
+                 created: set[str] | None = None) -> None:
+        blocks, confinement = blocks or Blocks(), confinement or Confinement()
         self.settings = settings
         self.workspace = Path(workspace).expanduser()
         self.gate = gate
-        self.blocked_tools = set(blocked_tools)
-        self.blocked_targets = blocked_by_target(blocked_targets, self.workspace)
+        self.blocked_tools = set(blocks.tools)
+        self.blocked_targets = blocked_by_target(blocks.targets, self.workspace)
         """Target → the accesses blocked (#26), normalised as call targets are: matched exactly, never by substring."""
-        self.allowed_roots = allowed_roots
-        self.read_roots = [Path(r).expanduser() for r in allowed_roots or [self.workspace, Path.home()]]
-        self.write_roots = [Path(r).expanduser() for r in write_roots or [self.workspace]]
-        self.search_url = search_url
-        self.network = network
+        self.read_roots = [Path(r).expanduser() for r in confinement.read_roots or [self.workspace, Path.home()]]
+        self.write_roots = [Path(r).expanduser() for r in confinement.write_roots or [self.workspace]]
+        self.search_url = confinement.search_url or DDG_URL
+        self.network = confinement.network
         """Shell commands may use the network (set when the subtask needs the web, or after a search)."""
-        self.sandbox_mode = sandbox_mode or getattr(settings.tools, "sandbox", "auto")
+        self.sandbox_mode = confinement.sandbox_mode or getattr(settings.tools, "sandbox", "auto")
         if self.sandbox_mode not in sandbox.MODES:
             raise ValueError(f"sandbox mode must be one of {', '.join(sandbox.MODES)}, got {self.sandbox_mode!r}")
-        self.limits = limits or sandbox.Limits.from_params(settings.tools)
+        self.limits = confinement.limits or sandbox.Limits.from_params(settings.tools)
         self.created: set[str] = created if created is not None else set()
         """Real paths this task created: its own, which later steps may change without a question."""
         self.law1_denials: list[PendingAction] = []
@@ -84,7 +79,7 @@ class ToolBox:
         self._described = False
         self._law1_said: set[str] = set()
         self._view_choice: overlay.Choice | None = None
-        self.blocked_pairs = pairs_by_access(blocked_pairs, self.workspace)
+        self.blocked_pairs = pairs_by_access(blocks.pairs, self.workspace)
         """(tool, target, access) memory says failed: that tool may not use that target that way; others may."""
         self.recorder = recorder
         """Told every call with its arguments, output and exit status (the decision log)."""

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from artoo.config.contracts import BlockedTarget
+    from artoo.tasks.tools.sandbox import Limits
 
 FailureClass = Literal["logical", "environmental"]
 
@@ -47,3 +53,33 @@ class ToolError(Exception):
         self.failure_class: FailureClass = failure_class
         self.denied = False
         """Set when the Law-1 gate refused the action: a constraint, not a failed target."""
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """What a toolbox refuses for its subtask: the GGS's blocked tools and targets, memory's pairs."""
+
+    tools: frozenset[str] = frozenset()
+    """Tools not offered and refused outright."""
+    targets: tuple[BlockedTarget | str, ...] = ()
+    """Targets refused for the access that failed (a bare string: every access)."""
+    pairs: frozenset[tuple[str, ...]] = frozenset()
+    """Memory's (tool, target[, access]) pairs: that tool on that target, that way, only."""
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """Where a toolbox's tools may reach and how its shell commands are confined; each default is the usual one."""
+
+    read_roots: tuple[Path, ...] = ()
+    """Where read_file and glob may look; () means the workspace and the home directory."""
+    write_roots: tuple[Path, ...] = ()
+    """Where write_file may create files; () means the workspace."""
+    network: bool = False
+    """Shell commands may use the network from the first call (a search turns it on later anyway)."""
+    sandbox_mode: str | None = None
+    """auto, require or off; None means the settings' ``tools.sandbox``."""
+    limits: Limits | None = None
+    """The shell's resource limits; None means the settings'."""
+    search_url: str | None = None
+    """The search endpoint; None means DuckDuckGo's HTML page."""

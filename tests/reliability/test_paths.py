@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from artoo.config.settings import load_settings
-from artoo.tasks.tools import ToolBox
+from artoo.tasks.tools import Confinement, ToolBox
 from tests.test_tools import Gate, run
 
 
@@ -74,7 +74,8 @@ def test_read_file_inside_its_roots_works(world, case: str, path: str, text: str
 
 
 def test_a_device_inside_the_roots_is_refused_as_a_device(world):
-    result = run(toolbox(world, allowed_roots=[world["ws"], Path("/dev")]).call("read_file", {"path": "/dev/zero"}))
+    box = toolbox(world, confinement=Confinement(read_roots=(world["ws"], Path("/dev"))))
+    result = run(box.call("read_file", {"path": "/dev/zero"}))
     assert not result.ok and "is a device" in result.output
 
 

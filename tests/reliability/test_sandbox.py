@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from artoo.config.settings import load_settings
-from artoo.tasks.tools import ToolBox
+from artoo.tasks.tools import Confinement, ToolBox
 from artoo.tasks.tools.blocks import NETWORK, PROCESSES, READ_ONLY
 from artoo.tasks.tools.sandbox import (
     Limits,
@@ -129,7 +129,7 @@ def test_an_approved_command_never_leaves_the_sandbox(tmp_path: Path, ws: Path, 
 @needs_bwrap
 def test_no_network_unless_the_subtask_needs_the_web(tmp_path: Path, ws: Path, loopback: str):
     offline = shell(box(tmp_path, ws), fetch(loopback))
-    online = shell(box(tmp_path, ws, network=True), fetch(loopback))
+    online = shell(box(tmp_path, ws, confinement=Confinement(network=True)), fetch(loopback))
     assert not offline.ok and "hello from host" not in offline.output
     assert offline.failure_class == "environmental" and NETWORK in offline.output  # a script's refused connection
     assert online.ok and "hello from host" in online.output and NETWORK not in online.output
@@ -137,7 +137,7 @@ def test_no_network_unless_the_subtask_needs_the_web(tmp_path: Path, ws: Path, l
 
 @needs_bwrap
 def test_a_search_call_opens_the_network_for_the_rest_of_the_subtask(tmp_path: Path, ws: Path, loopback: str):
-    toolbox = box(tmp_path, ws, search_url=f"{loopback}/html/")
+    toolbox = box(tmp_path, ws, confinement=Confinement(search_url=f"{loopback}/html/"))
     before = shell(toolbox, fetch(loopback))
     found = run(toolbox.call("search", {"query": "anything"}))
     after = shell(toolbox, fetch(loopback))
@@ -195,7 +195,7 @@ def test_a_udp_send_without_the_network_fails_and_says_why(tmp_path: Path, ws: P
     with pytest.raises(TimeoutError):
         udp_listener.recv(16)
     mention = shell(box(tmp_path, ws), f"echo '{send}'")
-    online = shell(box(tmp_path, ws, network=True), send)
+    online = shell(box(tmp_path, ws, confinement=Confinement(network=True)), send)
     assert udp_listener.recv(16) == b"hi\n"
     assert not offline.ok and offline.failure_class == "environmental" and NETWORK in offline.output
     assert online.ok and online.output == "[exit code 0]"
@@ -215,7 +215,7 @@ LIMIT_CASES = [  # (case, limits, command, what the output says, failure class)
                          ids=[c[0] for c in LIMIT_CASES])
 def test_limits_hold_with_and_without_bubblewrap(tmp_path, ws, mode, name, limits, command, says, failure):
     """A limit ends the command and the output says which (a program reporting it itself fails as usual)."""
-    result = shell(box(tmp_path, ws, sandbox_mode=mode, limits=limits), command)
+    result = shell(box(tmp_path, ws, confinement=Confinement(sandbox_mode=mode, limits=limits)), command)
     assert not result.ok and not result.output.startswith("timed out"), result.output
     assert says in result.output and result.failure_class == failure
     big = ws / "big.bin"
@@ -233,7 +233,7 @@ TIMEOUT_CASES = [
 
 @pytest.mark.parametrize(("mode", "command"), TIMEOUT_CASES)
 def test_the_timeout_ends_every_process_the_command_started(tmp_path: Path, ws: Path, mode: str, command: str):
-    result = shell(box(tmp_path, ws, timeout_s=1.0, sandbox_mode=mode), command)
+    result = shell(box(tmp_path, ws, timeout_s=1.0, confinement=Confinement(sandbox_mode=mode)), command)
     assert result.output.startswith("timed out after 1s")
     beat = ws / "beat"
     assert beat.exists(), "the background child never ran"
@@ -260,7 +260,7 @@ def test_secrets_never_reach_the_command(tmp_path: Path, ws: Path, monkeypatch: 
 # ------------------------------------------------------------------ the fallback says so
 def test_the_fallback_is_stated_in_the_logs(tmp_path: Path, ws: Path, caplog: pytest.LogCaptureFixture):
     with caplog.at_level(logging.INFO, logger="artoo.tools"):
-        result = shell(box(tmp_path, ws, sandbox_mode="off"), "echo hi")
+        result = shell(box(tmp_path, ws, confinement=Confinement(sandbox_mode="off")), "echo hi")
     assert result.ok
     lines = [r for r in caplog.records if "shell sandbox" in r.getMessage()]
     assert len(lines) == 1 and lines[0].levelno == logging.WARNING
@@ -276,7 +276,7 @@ def test_without_bwrap_on_path_auto_falls_back_and_require_refuses(tmp_path: Pat
     monkeypatch.setenv("PATH", str(bin_dir))
     with caplog.at_level(logging.INFO, logger="artoo.tools"):
         fallback = shell(box(tmp_path, ws), "echo still runs")
-    refused = shell(box(tmp_path, ws, sandbox_mode="require"), "echo must not run")
+    refused = shell(box(tmp_path, ws, confinement=Confinement(sandbox_mode="require")), "echo must not run")
     assert fallback.ok and fallback.output.startswith("still runs")
     assert any("bwrap is not installed" in r.getMessage() for r in caplog.records)
     assert not refused.ok and refused.failure_class == "environmental" and "must not run" not in refused.output
