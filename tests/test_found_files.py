@@ -41,7 +41,7 @@ def test_each_file_once_the_first_few_and_long_text_cut(folder):
     (folder / "big.md").write_text("x" * 5000)
     shown = named_files_now(["totals.md", "big.md", "totals.md", "empty.md", "missing.md"], folder, chars=100)
     assert [s.split(":")[0] for s in shown] == ["totals.md", "big.md", "empty.md"]
-    assert shown[1] == "big.md: exists, 5000 bytes, 1 lines:\n" + "x" * 100 + "\n… (cut here: the file has 5000 bytes)"
+    assert shown[1] == "big.md: exists, 5000 bytes, 1 line:\n" + "x" * 100 + "\n… (cut here: the file has 5000 bytes)"
     (folder / "huge.log").write_bytes(b"y\n" * 40000)
     assert named_files_now(["huge.log"], folder, chars=4) == [
         "huge.log: exists, 80000 bytes, lines not counted:\ny\ny\n\n… (cut here: the file has 80000 bytes)"]

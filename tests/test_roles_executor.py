@@ -195,3 +195,26 @@ def test_after_a_tool_result_the_request_ends_with_the_criteria_and_when_to_stop
         assert sent[-1]["role"] == "tool" and sent[-1]["content"].endswith("answer with the final JSON object now.")
         assert "1. [verifiable] output is an integer" in sent[-1]["content"]
     assert sum("This subtask is checked against" in str(m.get("content")) for m in third) == 1  # not kept
+
+
+def test_after_a_tool_result_the_checklist_says_which_named_files_exist_now(tmp_path):
+    """Run t6 (#25): the model never wrote totals.md; the request after each tool result now says it is missing."""
+    from artoo.tasks.tools.found import named_files_brief
+
+    class Box(Toolbox):
+        def files_now(self, names):
+            return named_files_brief(names, tmp_path)
+
+        async def call(self, name, arguments):
+            if "> totals.md" in arguments.get("command", ""):  # the redirect the real shell would make
+                (tmp_path / "totals.md").write_text("3 a.txt\n")
+            return await super().call(name, arguments)
+
+    subtask = SUBTASK.model_copy(update={"success_criteria": [Criterion(criterion="totals.md holds the counts")]})
+    llm = ScriptedLLM(tool_turns=[shell("wc -l *.txt"), shell("wc -l *.txt > totals.md", "c2"),
+                                  {"status": "completed", "output": "written"}])
+    asyncio.run(execute(llm, subtask, Box({"shell": "3 a.txt"}), None, 10))
+    first, after_one, after_two = (c["messages"][-1]["content"] for c in llm.calls)
+    assert "as they are now" not in first
+    assert f"The files these name, as they are now:\n- totals.md: does not exist in {tmp_path}" in after_one
+    assert "The files these name, as they are now:\n- totals.md: exists, 8 bytes, 1 line" in after_two

@@ -52,6 +52,9 @@ def test_the_task_criterion_on_step_one_moves_to_the_step_that_writes_the_file(s
     assert EXISTS in judged[1] and HOLDS in judged[1]
     shown_now = judged[1].split("Files the criteria name, as they are now", 1)[1]  # read by code, not claimed
     assert "totals.md: exists, " in shown_now and "4 total" in shown_now
+    turns = [json.dumps(r["body"]["messages"]) for r in server.requests if r["schema"] == "tools"]
+    checklists = [t.split("The files these name, as they are now:", 1)[1][:200] for t in turns if "these name" in t]
+    assert len(checklists) == 1 and checklists[0].startswith("\\n- totals.md: exists, 24 bytes, 3 lines")
     assert "4 total" in (workspace / "totals.md").read_text()
     records = [json.loads(line) for path in (artoo_env / "home" / "decisions").rglob("*.jsonl")
                for line in path.read_text().splitlines()]

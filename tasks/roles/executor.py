@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from artoo.config.contracts import CorrectionSignal, ExecutionResult, SubTask, ToolCall
-from artoo.tasks.roles.prompting import cap, fence_untrusted, numbered, system, user, working_folder
+from artoo.tasks.roles.prompting import cap, fence_untrusted, file_names, numbered, system, user, working_folder
 
 CALL_OUTPUT_CHARS = 1500
 """Characters of each call's output kept in the structured record (the planner sees it on a replan)."""
@@ -64,19 +64,32 @@ def messages_for(subtask: SubTask, correction: CorrectionSignal | None, workspac
     return [system(ROLE), user("\n\n".join(parts))]
 
 
-def with_checklist(messages: list[dict], subtask: SubTask) -> list[dict]:
+def with_checklist(messages: list[dict], subtask: SubTask, files: list[str] | None = None) -> list[dict]:
     """The conversation as sent: after a tool result, the criteria again and when to stop, at the end.
 
     Why: Qwen2.5-Coder-1.5B ran ``wc -l *.txt > totals.md`` (the subtask done) and kept calling tools
     until it had overwritten totals.md with something else; the criteria it should stop at were 2,000
     tokens back, in the first message.  Only the request carries the reminder: the kept conversation
-    does not grow by one per turn."""
+    does not grow by one per turn.
+
+    ``files``: the files the criteria name, as they are now (read by code).  Run t6 of #25: after
+    ``wc -l *.txt`` the model alternated ``read_file totals.md`` and ``glob`` until the call limit, never
+    writing the file the criteria named; a line saying "totals.md: does not exist" says what is missing."""
     if not messages or messages[-1].get("role") != "tool":
         return messages
+    now = "".join(f"\n- {line}" for line in files or [])
     reminder = (f"\n\nThis subtask is checked against:\n{numbered(subtask.success_criteria)}\n"
-                "If the tool results so far already meet these, call no more tools: answer with the final "
+                + (f"The files these name, as they are now:{now}\nCreate or fix any the criteria need. " if now else "")
+                + "If the tool results so far already meet these, call no more tools: answer with the final "
                 "JSON object now.")
     return [*messages[:-1], {**messages[-1], "content": f"{messages[-1]['content']}{reminder}"}]
+
+
+def _files_now(toolbox, subtask: SubTask) -> list[str]:
+    """The criteria's named files as the toolbox sees them now; none when the toolbox cannot say."""
+    names = [n for c in subtask.success_criteria for n in file_names(c.criterion)]
+    files_now = getattr(toolbox, "files_now", None)
+    return files_now(names) if names and files_now is not None else []
 
 
 def _signature(name: str, arguments: dict) -> str:
@@ -116,7 +129,8 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
     previous: str | None = None
     previous_turn: list[str] = []
     while True:
-        turn = await llm.tool_turn("R3", with_checklist(messages, subtask), toolbox.specs())
+        files = _files_now(toolbox, subtask) if messages[-1].get("role") == "tool" else []
+        turn = await llm.tool_turn("R3", with_checklist(messages, subtask, files), toolbox.specs())
         note = turn.assistant_message.get("content") if isinstance(turn.assistant_message, dict) else None
         if not turn.tool_calls:
             if turn.final is None:

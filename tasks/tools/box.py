@@ -43,6 +43,7 @@ from artoo.tasks.failure import call_targets
 from artoo.tasks.law1 import changes as law1_changes
 from artoo.tasks.law1.judge import PolicyVerdict, judge_command, judge_write, real_exists
 from artoo.tasks.tools import blocks, changeset, doors, files, overlay, sandbox, shell
+from artoo.tasks.tools.found import named_files_brief
 from artoo.tasks.tools.locate import locate
 from artoo.tasks.tools.models import Blocks, Confinement, Gate, PendingAction, ToolError, ToolResult
 from artoo.tasks.tools.specs import PRIMARY, specs_for
@@ -90,6 +91,10 @@ class ToolBox:
     def specs(self) -> list[dict]:
         """Function-tool specs of the tools not blocked this round."""
         return specs_for(self.blocked_tools)
+
+    def files_now(self, names: list[str]) -> list[str]:
+        """Whether each named file exists in the workspace now, one line each (artoo.tasks.tools.found)."""
+        return named_files_brief(names, self.workspace)
 
     async def call(self, name: str, arguments: dict | str | None) -> ToolResult:
         """Run one tool call; every failure comes back as ok=False with a failure class."""

@@ -45,8 +45,8 @@ def _state(name: str, workspace: Path, chars: int) -> str:
         return f"{name}: not read ({exc})"
     if text.startswith(f"binary file {real}"):
         return f"{name}: exists, {text}"
-    counted = f"{text.count(chr(10)) + (0 if text.endswith(chr(10)) else 1)} lines" if size <= COUNTED_BYTES \
-        else "lines not counted"
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    counted = f"{lines} line{'' if lines == 1 else 's'}" if size <= COUNTED_BYTES else "lines not counted"
     more = "" if len(text) <= chars and size <= COUNTED_BYTES else f"\n… (cut here: the file has {size} bytes)"
     return f"{name}: exists, {size} bytes, {counted}:\n{text[:chars]}{more}"
 
@@ -60,3 +60,9 @@ def named_files_now(names: list[str], workspace: Path | str, chars: int = SHOWN_
         if name not in seen:
             seen.append(name)
     return [_state(name, root, chars) for name in seen[:most]]
+
+
+def named_files_brief(names: list[str], workspace: Path | str, most: int = MOST_FILES) -> list[str]:
+    """One line per named file, no content: "totals.md: does not exist in /w" or "totals.md: exists, 24 bytes,
+    3 lines" (what R3's checklist shows after each tool result, so the model sees what is still missing)."""
+    return [state.split("\n", 1)[0].rstrip(":") for state in named_files_now(names, workspace, chars=0, most=most)]
