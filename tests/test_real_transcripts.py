@@ -30,6 +30,8 @@ ROLE_OF = {"TaskSpec": "R1", "Plan": "R2", "AgentVerdict": "R4a", "TaskVerdict":
 UNREPAIRABLE: dict[tuple[str, int], str] = {
     ("llama-server-count-lines-3.jsonl", 12): "an empty tool_calls list in the content protocol: no call and no "
     "result to repair into one, so the client re-asks for the ExecutionResult (the recorded re-ask follows it)",
+    ("llama-server-count-lines-4.jsonl", 6): "the same empty tool_calls list, after write_file (run t4): re-asked; "
+    "the recorded re-ask (line 7) answered a valid failed",
 }
 """(transcript, line) → why that recorded answer cannot be made valid (it is then re-asked in the run)."""
 
