@@ -165,7 +165,7 @@ def server(
     claim = _claim_home(prefect.api_url)  # held until exit: commands of this home use this server untold
     err.print(f"artoo server: running over {'PostgreSQL' if database else 'SQLite'}, home {prefect.home} "
               "(Ctrl-C or SIGTERM stops it)", highlight=False)
-    from artoo.local_server import ServerLogWatcher
+    from artoo.server_log import ServerLogWatcher
 
     # each failure of a background service (scheduler, late runs…) in one line, pointing at the full log
     watcher = ServerLogWatcher(prefect.log_path, lambda line: err.print(line, highlight=False, soft_wrap=True),
@@ -227,14 +227,12 @@ def _start_server(root: Path, port: int):
 
     Interrupted or failed half-way, it stops what it had started before re-raising.
     """
-    import socket
-
     from artoo.local_server import Postgres, PrefectServer, postgres_bin
+    from artoo.server_process import port_taken
 
-    with socket.socket() as probe:
-        if probe.connect_ex(("127.0.0.1", port)) == 0:
-            raise ConfigurationError(f"port {port} on 127.0.0.1 is already in use (another Prefect server?): "
-                                     "stop it, or pick another port with --port")
+    if port_taken(port):
+        raise ConfigurationError(f"port {port} on 127.0.0.1 is already in use (another Prefect server?): "
+                                 "stop it, or pick another port with --port")
     root.mkdir(parents=True, exist_ok=True)
     database = Postgres(root / "postgres") if postgres_bin() is not None else None
     prefect = None

@@ -32,22 +32,19 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import re
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from artoo.config.compat import note_prefect_version
 from artoo.config.errors import EnvironmentalFailure
 from artoo.prefect_sources import startup_timeout_s, surely_unconfigured
-from artoo.server_app import EPHEMERAL_DEFAULTS, PARENT_ENV
+from artoo.server_app import server_env
+from artoo.server_log import ServerLogWatcher, last_error
+from artoo.server_process import api_url, free_port, healthy, port_taken
 
 CLIENT_MAX_RETRIES = 10
 PORT_TAKEN_EXIT = 3
@@ -74,36 +71,30 @@ class EmbeddedServer:
         self.log_start = 0
         self.log: Any = None
         self.watcher: Any = None
-        """Says each failure the server logs in one line on stderr (artoo.local_server.ServerLogWatcher)."""
+        """Says each failure the server logs in one line on stderr (artoo.server_log.ServerLogWatcher)."""
 
     @property
     def api_url(self) -> str:
         """Where Prefect's client finds it."""
-        return f"http://127.0.0.1:{self.port}/api"
+        return api_url(self.port)
 
     def launch(self, port: int | None = None) -> EmbeddedServer:
         """Start the process on ``port`` (a free one by default) and return at once (``wait_ready`` waits)."""
-        from artoo.local_server import free_port
-
         note_prefect_version()
         self.port = port or free_port()
         self.launches += 1
         self._watch_log()
-        env = {**EPHEMERAL_DEFAULTS, **os.environ, "PREFECT_UI_ENABLED": "0", PARENT_ENV: str(os.getpid())}
-        env.pop("PREFECT_API_URL", None)
         command = [sys.executable, "-m", "uvicorn", "--factory", "artoo.server_app:create_app", "--host", "127.0.0.1",
                    "--port", str(self.port), "--log-level", "error", "--lifespan", "on"]
         # its output goes to its log; each service failure is said on our stderr in one line (`artoo run --json`
         # prints exactly one JSON object on stdout)
-        self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=self.log,
-                                        stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(command, env=server_env(parent=os.getpid()), stdin=subprocess.DEVNULL,
+                                        stdout=self.log, stderr=subprocess.STDOUT)
         return self
 
     def _watch_log(self) -> None:
         """Open the server's log (beside Prefect's database; restarted past 5 MB) and follow it."""
         from prefect.settings import get_current_settings
-
-        from artoo.local_server import ServerLogWatcher
 
         seen = set()
         if self.watcher is not None:  # a relaunch (the port was taken): the old process is gone
@@ -139,10 +130,8 @@ class EmbeddedServer:
                     f"{log}). Point "
                     "artoo at a running server instead (`artoo server`, then PREFECT_API_URL), or raise "
                     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.")
-            try:
-                with urllib.request.urlopen(f"{self.api_url}/health", timeout=2) as response:
-                    self.ready = response.status == 200
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
+            self.ready = healthy(self.api_url)
+            if not self.ready:
                 time.sleep(0.1)
 
     def stop(self) -> None:
@@ -159,30 +148,6 @@ class EmbeddedServer:
         if watcher is not None:
             watcher.stop()  # a failure logged just before the end is still said
             self.log.close()
-
-
-def port_taken(port: int) -> bool:
-    """Whether something listens on 127.0.0.1:``port`` (binding it fails)."""
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
-
-
-
-def last_error(log: Path, offset: int) -> str | None:
-    """The last exception line (``SomeError: why``) the server wrote to ``log`` after ``offset``."""
-    try:
-        with log.open("rb") as file:
-            file.seek(offset)
-            text = file.read().decode(errors="replace")
-    except OSError:
-        return None
-    found = re.findall(r"^(?:[\w.]+\.)?\w*(?:Error|Exception)\b.*$", text, re.MULTILINE)
-    return found[-1].strip()[:300] if found else None
 
 
 def _say(line: str) -> None:
@@ -293,17 +258,16 @@ def prefect_api() -> Iterator[str]:
     watcher = None
     if _EARLY is not None:
         from artoo.lingering import Paths
-        from artoo.local_server import ServerLogWatcher
 
-        api_url = _EARLY.result()
+        url = _EARLY.result()
         # the lingering server's failures while this command uses it: one line each on stderr
         watcher = ServerLogWatcher(Paths.of(_EARLY.home).log, _say, prefix="artoo").start()
     else:
         _SHARED.wait_ready(get_current_settings().server.ephemeral.startup_timeout_seconds)
-        api_url = _SHARED.api_url
+        url = _SHARED.api_url
     try:
-        with _pointed_at(api_url):
-            yield api_url
+        with _pointed_at(url):
+            yield url
     finally:
         if watcher is not None:
             watcher.stop()

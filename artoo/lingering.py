@@ -28,13 +28,13 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from artoo.config.errors import EnvironmentalFailure
+from artoo.server_app import server_env
+from artoo.server_process import api_url, free_port, healthy
 
 IDLE_POLL_S = 1.0
 
@@ -72,7 +72,6 @@ class Paths:
         return self.root / "server.log"
 
 
-
 def _try_lock(path: Path, mode: int) -> int | None:
     """An fd holding ``mode`` on ``path`` (non-blocking), or None when someone else holds it."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -95,14 +94,6 @@ def live_record(home: Path) -> dict | None:
         return json.loads(paths.record.read_text())
     except (OSError, ValueError):
         return None  # holder still starting up: its record is not written yet
-
-
-def healthy(api_url: str, timeout_s: float = 2.0) -> bool:
-    try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout_s) as response:
-            return response.status == 200
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-        return False
 
 
 CLAIM_WAIT_S = 1.0
@@ -178,16 +169,7 @@ def _spawn(paths: Paths, linger_s: float) -> subprocess.Popen:
     with paths.log.open("ab") as log:
         return subprocess.Popen([sys.executable, "-m", "artoo.lingering", str(paths.root.parents[1]), str(linger_s)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                                env=_server_env())
-
-
-def _server_env() -> dict[str, str]:
-    from artoo.server_app import EPHEMERAL_DEFAULTS, PARENT_ENV
-
-    env = {**EPHEMERAL_DEFAULTS, **os.environ, "PREFECT_UI_ENABLED": "0"}
-    env.pop("PREFECT_API_URL", None)
-    env.pop(PARENT_ENV, None)  # it outlives its starter by design
-    return env
+                                env=server_env(parent=None))  # it outlives its starter by design
 
 
 def _wait_for_record(home: Path, process: subprocess.Popen, deadline: float) -> dict:
@@ -284,12 +266,11 @@ def serve(home: Path, linger_s: float) -> int:
     """The server process: claim the home, serve until idle for ``linger_s`` or SIGTERM."""
     import uvicorn
 
-    from artoo.local_server import free_port
     from artoo.server_app import create_app
 
     paths = Paths.of(home)
     port = free_port()
-    api_url = f"http://127.0.0.1:{port}/api"
+    url = api_url(port)
     activity = Activity(create_app(ephemeral=False))
     server = uvicorn.Server(uvicorn.Config(activity, host="127.0.0.1", port=port, log_level="error",
                                            lifespan="on"))
@@ -297,7 +278,7 @@ def serve(home: Path, linger_s: float) -> int:
     def watch() -> None:
         while not server.started:
             time.sleep(0.05)
-        claim_fd = claim(home, api_url, "embedded")
+        claim_fd = claim(home, url, "embedded")
         if claim_fd is None:  # another server won the race: leave it the home
             server.should_exit = True
             return

@@ -42,6 +42,18 @@ no worker polls, nobody opens its UI (~10 s → ~4 s start-up); events are persi
 (not five) so the run's embedded audit pass hardly waits for them (bench/README.md: the in-process
 tail 0.18–0.45 → 0.11–0.30 s against 0.5 s, parallel 8 ÷ 1 unchanged)."""
 
+
+def server_env(parent: int | None) -> dict[str, str]:
+    """The environment of an embedded server process: the ephemeral defaults under the caller's environment,
+    no UI, no API URL of its own; ``parent`` is the process it dies with (None: it outlives its starter)."""
+    env = {**EPHEMERAL_DEFAULTS, **os.environ, "PREFECT_UI_ENABLED": "0"}
+    env.pop("PREFECT_API_URL", None)
+    env.pop(PARENT_ENV, None)
+    if parent is not None:
+        env[PARENT_ENV] = str(parent)
+    return env
+
+
 def retry_after(recent: int) -> float:
     """Seconds a 503 asks the client to wait, given how many 503s came just before it."""
     return min(RETRY_AFTER_S * 2**recent, RETRY_AFTER_MAX_S)

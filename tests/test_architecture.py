@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MAPPING: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
 LAYERS = [("artoo.config", 0), ("artoo.memory", 1), ("artoo.tasks", 2), ("artoo.flows", 3),
           ("artoo.runner", 4), ("artoo.embedded_server", 4), ("artoo.local_server", 4), ("artoo.demo", 4),
-          ("artoo.lingering", 4), ("artoo.server_app", 4), ("artoo.timeline", 4), ("artoo.quiet", 4), ("artoo.chat", 4),
+          ("artoo.lingering", 4), ("artoo.server_app", 4), ("artoo.server_log", 4), ("artoo.server_process", 4),
+          ("artoo.timeline", 4), ("artoo.quiet", 4), ("artoo.chat", 4),
           ("artoo.prefect_sources", 4), ("artoo.preload", 4), ("artoo.inflight", 4),
           ("artoo.bench", 5), ("artoo.eval", 5), ("artoo.cli", 6), ("artoo.cli_memory", 6), ("artoo.cli_observe", 6),
           ("artoo.cli_chat", 6), ("artoo.cli_eval", 6), ("artoo.cli_config", 6),

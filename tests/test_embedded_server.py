@@ -185,7 +185,8 @@ def test_a_server_that_cannot_start_is_a_clear_environmental_failure_and_is_stop
 def test_a_port_taken_under_the_server_is_a_relaunch_on_another_port(tmp_path, monkeypatch):
     import socket
 
-    from artoo.embedded_server import EmbeddedServer, port_taken
+    from artoo.embedded_server import EmbeddedServer
+    from artoo.server_process import port_taken
 
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
     with socket.socket() as taken:

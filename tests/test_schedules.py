@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from artoo.local_server import postgres_bin, service_errors
+from artoo.local_server import postgres_bin
+from artoo.server_log import service_errors
 from tests.e2e.helpers import api, artoo, child_env, stop, wait_for
 
 PERIOD_S = 20
@@ -114,7 +115,8 @@ def logged(server) -> list:
 
 
 def test_artoo_server_says_a_failing_service_in_one_line_pointing_at_the_full_log(tmp_path: Path):
-    from artoo.local_server import Postgres, free_port
+    from artoo.local_server import Postgres
+    from artoo.server_process import free_port
 
     home = Path(tempfile.mkdtemp(prefix="artoo-server-home-"))
     home.chmod(0o755)  # as root, PostgreSQL runs as the postgres user, who must reach ARTOO_HOME

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from artoo.local_server import ServerLogWatcher, ServiceError, error_line, service_errors
+from artoo.server_log import ServerLogWatcher, ServiceError, error_line, service_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 
