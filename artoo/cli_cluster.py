@@ -8,7 +8,6 @@ Verifying several homes checks each worker's audit chain and that they agree (ta
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import Annotated
@@ -38,6 +37,8 @@ def worker(
     try:
         api = require_api()
         settings = load_settings()
+        import asyncio  # here: every other command would pay its import
+
         deployments = asyncio.run(prepare(settings, pool))
     except ArtooError as exc:
         _fail(exc)

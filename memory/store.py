@@ -41,7 +41,6 @@ import duckdb
 
 from artoo.config.contracts import Megram, Potentials, SOPRecord
 from artoo.config.settings import MemoryParams
-from artoo.memory import transfer
 from artoo.memory.ingest import IngestResult, ingest_spools
 from artoo.memory.locks import StoreLock
 from artoo.memory.pending import PendingView
@@ -279,12 +278,14 @@ class MemoryStore:
 
     def export_parquet(self, path: Path) -> int:
         """Ingest, then write every Megram to a Parquet file; returns the row count."""
+        from artoo.memory import transfer  # Parquet is for export and import only: a run never pays for it
         with self.exclusive() as con:
             self.ingest_locked(con)
             return transfer.export_parquet(con, Path(path))
 
     def import_parquet(self, path: Path) -> int:
         """Validate a Parquet export whole, then add its Megrams (new ids only); returns how many."""
+        from artoo.memory import transfer
         table = transfer.read_and_validate(Path(path))
         with self.exclusive() as con:
             self.ingest_locked(con)
