@@ -141,7 +141,7 @@ def _process(args, root: Path, original_env: dict[str, str], section: Section, s
 
     processes = 1 if args.quick else 2
     home = "in-process" if args.quick else None
-    say(f"{processes} whole `artoo run` process(es) at {args.process_latency} s per call, warm then cold, "
+    say(f"{processes} whole `artoo run` process(es) at {args.process_latency} s per call, second run then cold, "
         "each after one warm-up process")
     for cold in (False, True):
         scenario = loops_bench.process_scenario(args.process_latency, processes + 1)

@@ -17,8 +17,10 @@ from artoo.bench.report import Figure, Section, at_most, fmt, table
 from artoo.bench.runs import Job, Measured, ProcessRun, median
 
 OVERHEAD_TARGETS = {"one": 1.15, "replans": 1.25}
-PROCESS_TARGET, PROCESS_GOAL = 1.15, 1.1
-COLD_PROCESS_TARGET = 1.5
+PROCESS_TARGET = 1.2
+"""A second ``artoo run`` (the home's lingering server reused), at PROJECTED_LATENCY per call (#27)."""
+COLD_PROCESS_TARGET = 1.3
+"""A first ``artoo run`` (it starts the server), at PROJECTED_LATENCY per call (#27)."""
 PROJECTED_LATENCY = 1.5
 SPEEDUP_TARGET_N, SPEEDUP_TARGET = 8, 1.3
 PARALLEL_NS, QUICK_NS = (1, 2, 4, 8), (1, 8)
@@ -111,9 +113,9 @@ def overhead_section(jobs: dict, modes: list[str], warmups: dict[str, float]) ->
 
 
 def add_process(section: Section, process: ProcessRun) -> None:
-    """The figure a user feels: whole ``artoo run`` processes ÷ their LLM critical path (cold or warm)."""
+    """The figure a user feels: whole ``artoo run`` processes ÷ their LLM critical path (cold or a second run)."""
     key, target = ("process_cold", COLD_PROCESS_TARGET) if process.cold else ("process", PROCESS_TARGET)
-    server = "each starting the server (cold)" if process.cold else "the lingering server reused (warm)"
+    server = "each starting the server (cold)" if process.cold else "the lingering server reused (second run)"
     section.figures.append(Figure(f"overhead.{key}", f"whole `artoo run` process ÷ LLM critical path "
                                   f"(1 subtask, embedded, {server})", process.ratio, "×", f"≤ {target}",
                                   at_most(process.ratio, target),
@@ -128,7 +130,7 @@ def add_process(section: Section, process: ProcessRun) -> None:
     for wall, n, head, tail in zip(process.walls_s, process.sequential_requests, process.heads_s, process.tails_s,
                                    strict=True):
         critical = n * process.latency_s
-        proc.add_row("cold server" if process.cold else "warm server", fmt(wall), fmt(head), fmt(tail), str(n),
+        proc.add_row("cold server" if process.cold else "second run", fmt(wall), fmt(head), fmt(tail), str(n),
                      fmt(critical), fmt(wall / critical))
     section.tables.append(proc)
 
