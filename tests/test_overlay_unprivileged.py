@@ -145,8 +145,10 @@ def as_nobody(base: Path, answer: bool, *commands: str | tuple[str, dict], tools
               meanwhile: Callable[[], None] | None = None) -> tuple[list[dict], str]:
     """Run tool calls (a string: a shell command) through our ToolBox as nobody; the results and the log."""
     calls = [("shell", {"command": c}) if isinstance(c, str) else c for c in commands]
+    (base / "tmp").mkdir(exist_ok=True)
+    os.chown(base / "tmp", NOBODY, NOBODY)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "PYTHONPATH": str(base / "code"),
-           "PREFECT_HOME": str(base / "prefect")}
+           "PREFECT_HOME": str(base / "prefect"), "TMPDIR": str(base / "tmp")}
     argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable, "-c", DRIVER,
             str(base), str(base / "ws"), "yes" if answer else "no", json.dumps(tools or {}), json.dumps(calls)]
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=base, env=env)
@@ -251,3 +253,5 @@ def test_a_workspace_not_made_yet_is_made_and_written(place: Path) -> None:
     steps, log = as_nobody(place, False, "echo hi > a.txt")
     assert steps[0]["ok"] and steps[0]["asked"] == [], steps[0]["output"]
     assert (place / "ws" / "a.txt").read_text() == "hi\n" and "by effect" in log
+    # the overlay probes and the view leave nothing in the user's temp dir (a mode-000 work/work did, per process)
+    assert sorted(p.name for p in (place / "tmp").iterdir()) == []

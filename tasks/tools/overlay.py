@@ -25,6 +25,7 @@ to the text judge and logs it.  ``overlay_problem`` says why no overlay at all w
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -90,10 +91,17 @@ class View:
 
     def close(self) -> None:
         """Remove the scratch directory (overlayfs leaves a mode-000 ``work/work`` behind)."""
-        for folder, dirs, _files in os.walk(self.scratch):
-            for name in dirs:
+        remove_tree(self.scratch)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a tree that holds overlayfs's mode-000 ``work/work``: its owner may not list it until it
+    chmods it (root may, so only an ordinary user ever saw a tree left behind)."""
+    for folder, dirs, _files in os.walk(path):
+        for name in dirs:
+            with contextlib.suppress(OSError):
                 os.chmod(os.path.join(folder, name), 0o700)  # walk descends after this: it can list them
-        shutil.rmtree(self.scratch, ignore_errors=True)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -243,8 +251,8 @@ def kind_problem(kind: str) -> str | None:
         if not (lower / "f").exists() or (lower / "g").exists():
             return f"the {name} probe changed its lower directory: it does not isolate here"
         return None
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    finally:  # the probe's view has a work/work too: an ordinary user left one /tmp tree per process
+        remove_tree(base)
 
 
 def overlay_problem() -> str | None:
