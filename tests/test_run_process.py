@@ -67,18 +67,23 @@ def brain(env: dict[str, str], script: dict):
     return server, {**env, "OPENAI_BASE_URL": server.base_url, "OPENAI_MODEL": "scripted", "OPENAI_API_KEY": "k"}
 
 
+def run_json(env, scenario, request: str) -> subprocess.CompletedProcess:
+    """``artoo run --json REQUEST`` as a person's own process, against a scripted brain stopped afterwards."""
+    server, run_env = brain(env, scenario)
+    try:
+        return subprocess.run([ARTOO, "run", "--json", request], env=run_env, capture_output=True, text=True,
+                              timeout=600)
+    finally:
+        server.stop()
+
+
 @pytest.mark.parametrize(("story", "request_text", "code", "directive"), [
     (hello, "say hello", 0, "accept"),
     (plateau, "find the answer", 1, "abandon"),
 ])
 def test_json_prints_one_final_result_and_the_exit_code_follows_the_directive(env, story, request_text, code,
                                                                                directive):
-    server, run_env = brain(env, story())
-    try:
-        done_ = subprocess.run([ARTOO, "run", "--json", request_text], env=run_env, capture_output=True, text=True,
-                               timeout=600)
-    finally:
-        server.stop()
+    done_ = run_json(env, story(), request_text)
     assert done_.returncode == code, done_.stderr[-2000:]
     assert final_from(done_.stdout)["directive"] == directive  # exactly one JSON object on stdout
     assert "round 1" in done_.stderr  # the progress lines go to stderr
@@ -150,12 +155,7 @@ def test_the_run_is_recorded_on_the_prefect_api_the_caller_names(env, prefect_ap
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     request = f"say hello on the session server {os.getpid()}-{time.time_ns()}"
-    server, run_env = brain(env, hello())
-    try:
-        done_ = subprocess.run([ARTOO, "run", "--json", request], env=run_env, capture_output=True, text=True,
-                               timeout=600)
-    finally:
-        server.stop()
+    done_ = run_json(env, hello(), request)
     assert done_.returncode == 0 and json.loads(done_.stdout)["directive"] == "accept", done_.stderr[-2000:]
     with temporary_settings(updates={PREFECT_API_URL: prefect_api}), get_client(sync_client=True) as client:
         runs = [r for r in client.read_flow_runs(limit=200, sort="START_TIME_DESC")
