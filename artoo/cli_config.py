@@ -50,6 +50,8 @@ def negotiated_section(path: Path, entries: dict) -> str:
             for kind, default in (("structured", "json_schema"), ("tools", "native")):
                 because = entry.get(f"{kind}_because", "not used yet")
                 lines.append(f"    {kind:<10} {entry.get(kind, default)}  ({because})")
+            if "turn" in entry:  # moved only by a refusal of the content-protocol turn's schema
+                lines.append(f"    {'turn':<10} {entry['turn']}  ({entry.get('turn_because', '')})")
     if len(lines) == 1:
         lines.append("  none yet: the first request to an endpoint tries json_schema and native tools")
     return "\n".join(lines)

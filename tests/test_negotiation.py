@@ -135,7 +135,8 @@ def test_tool_request_modes(mode, has_tools, first_system):
         assert system == first_system
     else:
         assert system.startswith("S\n\nYou can call these tools") and '"name": "shell"' in system
-        assert '{"tool_calls": [' in system and '"ExecutionResult"' in system
+        assert '{"done": false, "tool_calls": [' in system and "ExecutionResult" in system
+        assert '{"done": true, "status": "completed" | "uncertain" | "failed", "output": ' in system
 
 
 def test_unknown_tool_mode_and_unknown_refusal_profile_are_clear_errors():
@@ -364,8 +365,8 @@ def _hermes(entry: dict) -> dict:
 
 @pytest.mark.usefixtures("prefect_api")
 @pytest.mark.parametrize("profile, modes", [
-    ("llama-cpp-python", {"structured": "json_object_schema", "tools": "native"}),
-    ("llama-server-no-jinja", {"structured": "json_schema", "tools": "content"}),
+    ("llama-cpp-python", {"structured": "json_object_schema", "tools": "native", "turn": "json_schema"}),
+    ("llama-server-no-jinja", {"structured": "json_schema", "tools": "content", "turn": "json_schema"}),
 ])
 def test_a_run_against_a_refusing_server_completes_and_its_decision_log_shows_the_negotiation(
         scripted, artoo_env, profile, modes):
@@ -387,4 +388,5 @@ def test_a_run_against_a_refusing_server_completes_and_its_decision_log_shows_th
                                                                  else "tools"]
     assert calls[-1]["negotiated"] == modes
     stored = NegotiationStore(negotiated_path(load_settings().home_dir)).get(server.base_url, "scripted")
-    assert {k: stored[k] for k in modes} == modes
+    assert {k: stored[k] for k in modes if k != "turn"} == {k: v for k, v in modes.items() if k != "turn"}
+    assert "turn" not in stored  # the content turns' schema was taken: nothing moved, nothing stored

@@ -224,11 +224,12 @@ def carry_negotiated(source: Path, target: Path) -> None:
     memory: without this each strategy (and the person's next ``artoo run``) pays the refused requests
     and the silent executor attempts again, minutes each on a local CPU model."""
     from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
+    from artoo.tasks.llm.negotiator import KINDS
 
     into = NegotiationStore(negotiated_path(target))
     for base_url, models in NegotiationStore(negotiated_path(source)).entries().items():
         for model, entry in models.items():
-            for kind in ("structured", "tools"):
+            for kind in KINDS:
                 if kind in entry and into.get(base_url, model).get(kind) != entry[kind]:
                     into.remember(base_url, model, kind, entry[kind], entry.get(f"{kind}_because", "carried"))
 

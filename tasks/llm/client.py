@@ -49,7 +49,7 @@ from artoo.tasks.llm.parsing import (
 )
 from artoo.tasks.llm.progress import INFLIGHT
 from artoo.tasks.llm.repair import repair_answer
-from artoo.tasks.llm.tool_protocol import content_tool_calls
+from artoo.tasks.llm.tool_protocol import PROTOCOL_KEYS, content_tool_calls
 from artoo.tasks.llm.wire import (
     backoff,
     first_message,
@@ -160,7 +160,7 @@ class OpenAICompatLLM:
         except (ConfigurationError, ValueError):
             return False
         if schema == TOOLS_SCHEMA:
-            kwargs = tool_request(self.negotiator.mode(ep, "tools"), messages, tools or [])
+            kwargs = tool_request(self.negotiator.mode(ep, "tools"), messages, tools or [], self.negotiator.shape(ep))
         else:
             kwargs = structured_request(self.negotiator.mode(ep, "structured"), schema, messages)
         kwargs = copy.deepcopy(kwargs)  # the caller's lists may grow (an executor appends each turn)
@@ -187,7 +187,7 @@ class OpenAICompatLLM:
                         self.negotiator.tool_answer(ep, messages, called=True)
                     return tool_call_turn(message.content, calls) if calls else written_call_turn(written)
                 try:
-                    final = self._repaired(record, message, ExecutionAnswer)
+                    final = self._repaired(record, message, ExecutionAnswer, PROTOCOL_KEYS)
                 except InvalidAnswer as exc:
                     record.ok, record.error = False, f"invalid answer: {exc}"
                     if attempt:
@@ -202,23 +202,30 @@ class OpenAICompatLLM:
     async def _ask_structured(self, role: str, schema: str, ep: Endpoint,
                               messages: list[dict]) -> tuple[Any, CallRecord]:
         """One structured request, falling back along the structured modes when the endpoint refuses a format."""
-        return await self._ask(role, schema, ep, "structured", lambda mode: structured_request(mode, schema, messages))
+        return await self._ask(role, schema, ep, "structured",
+                               lambda mode, _shape: structured_request(mode, schema, messages))
 
     async def _ask_tools(self, role: str, ep: Endpoint, messages: list[dict],
                          tools: list[dict]) -> tuple[Any, CallRecord]:
         """One executor request, falling back to the content protocol when the endpoint refuses ``tools``."""
-        return await self._ask(role, TOOLS_SCHEMA, ep, "tools", lambda mode: tool_request(mode, messages, tools),
-                               confirm=bool(tools))
+        return await self._ask(role, TOOLS_SCHEMA, ep, "tools",
+                               lambda mode, shape: tool_request(mode, messages, tools, shape), confirm=bool(tools))
 
-    async def _ask(self, role: str, schema: str, ep: Endpoint, kind: str, build: Callable[[str], dict],
+    async def _ask(self, role: str, schema: str, ep: Endpoint, kind: str, build: Callable[[str, str], dict],
                    confirm: bool = True) -> tuple[Any, CallRecord]:
-        """One request in this endpoint's mode of ``kind``, stepping down the modes while the endpoint refuses."""
+        """One request in this endpoint's mode of ``kind``, stepping down the modes while the endpoint refuses.
+
+        ``build(mode, shape)``: the request in that mode (``shape``: what a content-protocol turn is held to).
+        A tool turn's ``response_format`` refused moves only the turn's shape, never the roles' structured mode."""
         while True:
-            mode = self.negotiator.mode(ep, kind)
+            mode, shape = self.negotiator.mode(ep, kind), self.negotiator.shape(ep)
             try:
-                answer = await self._request(role, schema, ep, judged_later=True, **build(mode))
+                answer = await self._request(role, schema, ep, judged_later=True, **build(mode, shape))
             except FeatureRefused as exc:
-                self.negotiator.fall_back(ep, exc, mode)
+                if kind == "tools" and exc.feature == "response_format":
+                    self.negotiator.fall_back(ep, exc, shape, kind="turn")
+                else:
+                    self.negotiator.fall_back(ep, exc, mode)
                 continue
             if confirm:
                 self.negotiator.confirm(ep, kind, mode)
@@ -309,9 +316,10 @@ class OpenAICompatLLM:
             if exchange is not None:
                 self._observe(record, *exchange)
 
-    def _repaired(self, record: CallRecord, message: Any, model: type[Answer]) -> Answer:
+    def _repaired(self, record: CallRecord, message: Any, model: type[Answer],
+                  protocol: frozenset[str] = frozenset()) -> Answer:
         """The message's answer, repaired where it can be (artoo.tasks.llm.repair); the repairs go on the record."""
-        repaired = repair_answer(message.content, message.refusal, model)
+        repaired = repair_answer(message.content, message.refusal, model, protocol)
         record.repairs = repaired.repairs
         if repaired.repairs:
             log.info("%s %s answer repaired: %s", record.role, record.schema,

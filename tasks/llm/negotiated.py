@@ -54,7 +54,7 @@ class NegotiationStore:
         return dict(self.entries().get(base_url, {}).get(model, {}))
 
     def remember(self, base_url: str, model: str, kind: str, mode: str, because: str) -> None:
-        """Record that ``kind`` ("structured" or "tools") uses ``mode`` on this endpoint, and why."""
+        """Record that ``kind`` ("structured", "tools" or "turn") uses ``mode`` on this endpoint, and why."""
         if self.path is None:
             return
         try:

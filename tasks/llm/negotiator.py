@@ -19,8 +19,10 @@ from artoo.tasks.llm.negotiated import NegotiationStore
 from artoo.tasks.llm.parsing import MODES
 from artoo.tasks.llm.tool_protocol import TOOL_MODES
 
-KINDS = {"structured": MODES, "tools": TOOL_MODES}
-"""What is negotiated per endpoint and model, and each kind's modes best first."""
+KINDS = {"structured": MODES, "tools": TOOL_MODES, "turn": MODES}
+"""What is negotiated per endpoint and model, and each kind's modes best first.  ``turn``: the schema a
+content-protocol tool turn is held to, apart from ``structured`` because a server may take one schema
+and refuse the other (the turn's is an ``anyOf``)."""
 FEATURE_KIND = {"response_format": "structured", "tools": "tools"}
 """The request field a refusal names → the kind it moves."""
 
@@ -59,9 +61,15 @@ class Negotiator:
         """The mode of one kind (the best one until something moved it)."""
         return self.modes(ep).get(kind, KINDS[kind][0])
 
-    def fall_back(self, ep: Endpoint, refused: FeatureRefused, sent_mode: str) -> None:
-        """Move this endpoint's kind past the refused mode, log it and remember it (never backwards)."""
-        kind = FEATURE_KIND[refused.feature]
+    def shape(self, ep: Endpoint) -> str:
+        """The mode a content-protocol turn is held to: the worse of the structured and the turn modes."""
+        return MODES[max(MODES.index(self.mode(ep, "structured")), MODES.index(self.mode(ep, "turn")))]
+
+    def fall_back(self, ep: Endpoint, refused: FeatureRefused, sent_mode: str, kind: str | None = None) -> None:
+        """Move this endpoint's kind past the refused mode, log it and remember it (never backwards).
+
+        ``kind``: the kind to move; by default the one the refused request field belongs to."""
+        kind = kind or FEATURE_KIND[refused.feature]
         modes = KINDS[kind]
         if modes.index(sent_mode) + 1 >= len(modes):
             raise ConfigurationError(

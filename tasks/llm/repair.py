@@ -62,10 +62,13 @@ class Repaired:
     repairs: list[Repair]
 
 
-def repair_answer(content: str | None, refusal: str | None, model: type[Answer]) -> Repaired:
+def repair_answer(content: str | None, refusal: str | None, model: type[Answer],
+                  protocol: frozenset[str] = frozenset()) -> Repaired:
     """The first JSON object in ``content`` that validates as ``model`` once repaired.
 
-    InvalidAnswer (its message is what the re-ask tells the model) when there is none.
+    ``protocol``: top-level keys the request's own protocol adds around the answer (the executor's
+    ``done``), dropped without counting as a repair.  InvalidAnswer (its message is what the re-ask
+    tells the model) when there is none.
     """
     if refusal:
         raise InvalidAnswer(f"the model refused: {refusal}")
@@ -77,7 +80,8 @@ def repair_answer(content: str | None, refusal: str | None, model: type[Answer])
     first_error = None
     for number, candidate in enumerate(found, 1):
         try:
-            answer, repairs = repair_object(candidate.value, model)
+            value = {k: v for k, v in candidate.value.items() if k not in protocol}
+            answer, repairs = repair_object(value, model)
         except InvalidAnswer as exc:
             first_error = first_error or exc
             continue

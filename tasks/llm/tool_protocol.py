@@ -8,11 +8,15 @@ llama-cpp-python's server hands back as plain text.
 
 The **content protocol** (tool mode ``content``): no ``tools`` field; the tools are described in the
 system message (``tools_note``) and the model answers with exactly one JSON object, either
-``{"tool_calls": [{"name": "shell", "arguments": {"command": "ls"}}]}`` or the final
-ExecutionResult object ``{"status": …, "output": …}``.  The conversation the executor keeps stays in
-the OpenAI wire format (assistant ``tool_calls``, ``role: tool`` results) whatever the mode;
-``content_messages`` renders it as plain user/assistant text only for the request, so a switch of
-mode in the middle of an attempt loses nothing.
+``{"done": false, "tool_calls": [{"name": "shell", "arguments": {"command": "ls"}}]}`` or the final
+ExecutionResult object ``{"done": true, "status": …, "output": …}`` (``done`` may be left out).  Where
+the server holds answers to a JSON schema (``json_schema``, or llama.cpp's ``json_object`` + ``schema``),
+each turn is sent with ``turn_schema``: a grammar then makes every call name an offered tool with its
+own arguments, and makes every answer begin by saying whether the subtask is done.
+
+The conversation the executor keeps stays in the OpenAI wire format (assistant ``tool_calls``,
+``role: tool`` results) whatever the mode; ``content_messages`` renders it as plain user/assistant text
+only for the request, so a switch of mode in the middle of an attempt loses nothing.
 
 Pure functions, tested table-driven.  The JSON is found the way every answer's is
 (``extract.candidates``: fences, prefixes, trailing prose, <think>): no second extractor.
@@ -30,10 +34,15 @@ from artoo.tasks.llm.parsing import parse_arguments, strict_schema
 TOOL_MODES = ("native", "content")
 """Tool-call modes, best first: the ``tools`` request field, then the JSON-in-content protocol."""
 
+TURN_SCHEMA = "ExecutorTurn"
+"""The schema name of one content-protocol turn, when the server holds answers to a schema."""
+PROTOCOL_KEYS = frozenset({"done", "tool_calls"})
+"""Keys of a content-protocol answer that are not part of the final ExecutionResult object."""
 TOOLS_NOTE_HEAD = "You can call these tools"
 """How the content protocol's system note begins (the scripted server routes such a request as a tool turn)."""
-NEXT_STEP = ("Next: answer with only one JSON object: the next tool_calls (a different call), or the final "
-             "ExecutionResult object once the results above show the subtask is done or cannot be done.")
+NEXT_STEP = ("Next: is the subtask done? Answer with only one JSON object: {\"done\": true, \"status\": …, "
+             "\"output\": …} once the results above show it is done or cannot be done, else {\"done\": false, "
+             "\"tool_calls\": […]} with a different call.")
 """Closes the last tool result of a content-protocol request.  Why: Qwen2.5-Coder-1.5B, handed glob's output
 as a bare user message, asked for the same glob again on both attempts (one identical call ends an attempt)."""
 _HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
@@ -44,13 +53,37 @@ def tools_note(tools: list[dict]) -> str:
     specs = [t.get("function", t) for t in tools]
     listed = "\n".join(json.dumps({"name": s.get("name"), "description": s.get("description", ""),
                                    "parameters": s.get("parameters", {})}) for s in specs)
+    statuses = " | ".join(f'"{s}"' for s in strict_schema("ExecutionResult")["properties"]["status"]["enum"])
     return (f"{TOOLS_NOTE_HEAD} (one JSON object per tool: name, description, JSON-schema parameters):\n"
             f"{listed}\n\n"
             "Answer with only one JSON object (no prose, no code fences), one of:\n"
-            '1. tool calls: {"tool_calls": [{"name": "<tool name>", "arguments": {<arguments>}}]}\n'
-            "2. the final result, when you call no more tools, an object of the JSON schema named "
-            f'"ExecutionResult": {json.dumps(strict_schema("ExecutionResult"))}\n'
+            '1. to call tools: {"done": false, "tool_calls": [{"name": "<tool name>", "arguments": {<arguments>}}]}\n'
+            '2. the final result (the ExecutionResult object), when the subtask is done or cannot be done and you '
+            f'call no more tools: {{"done": true, "status": {statuses}, "output": "<the result itself>"}}\n'
             "Tool results come back in the next user message.")
+
+
+def turn_schema(tools: list[dict]) -> dict:
+    """The JSON schema of one content-protocol turn: calls of the offered tools, or the final result.
+
+    Why: without it Qwen2.5-Coder-1.5B fenced every answer, called ``glob`` with ``locate``'s ``query``
+    argument and then named tools that do not exist, and kept calling tools after the subtask was done
+    (#25, run t7).  A server's grammar holds the answer to this shape: each call names an offered tool
+    with that tool's own parameters, and ``done`` comes first, so every turn opens with the decision
+    to stop or go on.  No length or number constraints (not every server takes them).
+    """
+    specs = [t.get("function", t) for t in tools]
+    call = [{"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
+             "properties": {"name": {"type": "string", "enum": [s.get("name")]},
+                            "arguments": s.get("parameters") or {"type": "object"}}} for s in specs]
+    final = strict_schema("ExecutionResult")["properties"]
+    going = {"type": "object", "additionalProperties": False, "required": ["done", "tool_calls"],
+             "properties": {"done": {"type": "boolean", "enum": [False]},
+                            "tool_calls": {"type": "array", "minItems": 1, "items": {"anyOf": call}}}}
+    done = {"type": "object", "additionalProperties": False, "required": ["done", "status", "output"],
+            "properties": {"done": {"type": "boolean", "enum": [True]}, "status": final["status"],
+                           "output": final["output"]}}
+    return {"anyOf": [going, done]}
 
 
 def content_messages(messages: list[dict]) -> list[dict]:

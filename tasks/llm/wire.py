@@ -16,21 +16,39 @@ from artoo.config.errors import LLMOutputError
 from artoo.config.settings import LLMParams
 from artoo.tasks.llm.base import ToolCallRequest, ToolTurn
 from artoo.tasks.llm.errors import Endpoint
-from artoo.tasks.llm.parsing import InvalidAnswer, normalize_tools, parse_arguments, with_system_note
-from artoo.tasks.llm.tool_protocol import TOOL_MODES, content_messages, tools_note, wire_calls
+from artoo.tasks.llm.parsing import MODES, InvalidAnswer, normalize_tools, parse_arguments, with_system_note
+from artoo.tasks.llm.tool_protocol import TOOL_MODES, TURN_SCHEMA, content_messages, tools_note, turn_schema, wire_calls
 
 _EMPTY = SimpleNamespace(content=None, refusal=None, tool_calls=None)
 
 
-def tool_request(mode: str, messages: list[dict], tools: list[dict]) -> dict[str, Any]:
-    """The request fields of one executor turn in a tool mode (the same whether sent early or by the turn)."""
+def tool_request(mode: str, messages: list[dict], tools: list[dict], shape: str = "text") -> dict[str, Any]:
+    """The request fields of one executor turn in a tool mode (the same whether sent early or by the turn).
+
+    ``shape``: the structured-output mode a content-protocol turn is held to (``turn_format``)."""
     if not tools:
         return {"messages": messages}
     if mode == "native":
         return {"messages": messages, "tools": normalize_tools(tools)}
     if mode == "content":
-        return {"messages": with_system_note(content_messages(messages), tools_note(tools))}
+        request = {"messages": with_system_note(content_messages(messages), tools_note(tools))}
+        held = turn_format(shape, tools)
+        return {**request, "response_format": held} if held else request
     raise ValueError(f"unknown tool mode {mode!r}; known: {', '.join(TOOL_MODES)}")
+
+
+def turn_format(shape: str, tools: list[dict]) -> dict | None:
+    """The ``response_format`` of a content-protocol turn in a structured-output mode; None in ``text``."""
+    if shape == "json_schema":
+        spec = {"name": TURN_SCHEMA, "schema": turn_schema(tools), "strict": True}
+        return {"type": "json_schema", "json_schema": spec}
+    if shape == "json_object_schema":
+        return {"type": "json_object", "schema": {**turn_schema(tools), "title": TURN_SCHEMA}}
+    if shape == "json_object":
+        return {"type": "json_object"}
+    if shape == "text":
+        return None
+    raise ValueError(f"unknown structured-output mode {shape!r}; known: {', '.join(MODES)}")
 
 
 def sampling(params: LLMParams) -> dict[str, Any]:
