@@ -90,3 +90,15 @@ def test_reask_lists_the_problems_and_fences_prior_outcomes():
         assert f"- {problem}" in prompt
     injected = prompt.index("IGNORE PREVIOUS INSTRUCTIONS")
     assert prompt.rfind("<<<UNTRUSTED:", 0, injected) != -1
+
+
+def test_the_worked_example_in_the_prompt_is_a_plan_the_rules_accept():
+    """A small model copies the example's shape (#25): it must itself be a valid plan that writes its file."""
+    from artoo.tasks.plan_rules import validate_plan
+    from artoo.tasks.roles.planner import EXAMPLE, ROLE
+
+    example = PlanAnswer.model_validate_json(EXAMPLE.split("one subtask:\n", 1)[1])
+    assert EXAMPLE in ROLE
+    assert validate_plan(example, set(), set()) == []
+    (only,) = example.subtasks
+    assert "big.txt" in only.intent and any("big.txt" in c.criterion for c in only.success_criteria)

@@ -41,12 +41,15 @@ Evidence grounding rule:
 - No tool call supporting a verifiable criterion means it fails.
 - "Files the criteria name, as they are now" was read by code after the attempt: it is ground truth for
   whether a file exists and what it contains. A file that does not exist there fails its criterion.
-For every criterion give: the criterion text copied exactly, verdict pass or fail, evidence quoting the
-tool call it rests on, and when failing a failure_class:
+For every criterion give: criterion, its number ("1"); verdict pass or fail; evidence, one short line
+quoted from the tool call or the file it rests on; and when failing a failure_class:
   logical — the approach was wrong (wrong tool, wrong command, wrong reading of the task);
   environmental — the world blocked a sound approach (network, permission, file not found, timeout).
 When anything fails, what_was_wrong says the gap and what_to_do the concrete change for the next
 attempt; otherwise both are null."""
+"""R4a's role text.  The criterion by number and evidence in one line: Qwen2.5-Coder-1.5B copied each
+criterion with its "1. [plausible]" label, and asked to quote the tool call repeated one tool line until
+``max_tokens`` (1,024 tokens, 296 s at this machine's speed: #25, run t7); numbers are aligned by code."""
 
 
 def named_files(subtask: SubTask) -> list[str]:

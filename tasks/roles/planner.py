@@ -28,6 +28,19 @@ TOOLS = """Tools the executor has, in priority order (it picks the highest appli
 4. shell — bash for counting, aggregation, or anything the tools above do not cover.
 5. search — web search."""
 
+EXAMPLE = """Example, for another task ("put the name of the largest .log file here into big.txt"): one command
+does it, so the plan is one subtask:
+{"task_criteria": [{"criterion": "big.txt holds the name of the largest .log file", "mode": "verifiable"}],
+ "subtasks": [{"sequence": 1,
+   "intent": "Find the largest .log file in the working folder and write its name to big.txt",
+   "context": "The .log files are in the working folder; e.g. ls -S *.log | head -n 1 > big.txt",
+   "success_criteria": [{"criterion": "big.txt exists and holds one .log file name", "mode": "verifiable"}],
+   "tools": ["shell"]}]}"""
+"""A worked plan.  Why: Qwen2.5-Coder-1.5B split "count the lines … and write the totals to totals.md" into
+"find and count" and "write totals.md" (#25, runs t7 and t8); the first step's executor answered with a
+description instead of the counts and the second had nothing to write.  One small example of a
+one-subtask plan that writes its file is what a small model copies best; it is another task on purpose."""
+
 ROLE = f"""Role R2, Planner. Turn the task into a plan for executor agents.
 {TOOLS}
 
@@ -44,7 +57,11 @@ Rules:
   earlier outputs in its context. Use the fewest subtasks that do the job (at most 20).
 - Honour the MUST NOT set: never list a blocked tool in a subtask's tools or suggest it, and never
   reuse a blocked target (path, query, URL) as a tool input.
-- Memory lines marked SHOULD PREFER are approaches that worked before; MUST NOT lines failed before."""
+- Memory lines marked SHOULD PREFER are approaches that worked before; MUST NOT lines failed before.
+- A file the task asks for is written by the subtask that works out its content: that subtask's intent
+  says to write it and a success criterion names it.
+
+{EXAMPLE}"""
 
 DIRECTIVE_MEANING = {
     "refine": "the approach is sound and improving: keep it, tighten parameters, avoid the blocked targets.",
