@@ -64,17 +64,21 @@ class ExecutionAnswer(Answer):
     """The answer."""
 
 
+# Evidence before the verdict: a model writes the fields in schema order (a grammar holds it to it).
+# Qwen2.5-Coder-1.5B, writing ``verdict`` first, committed to "fail" on a correct ``wc -l`` result and
+# then wrote 1,000 tokens justifying it (#25, run t9).  The docstring is the schema's description: the
+# model reads it, so it stays one line.
 class VerdictAnswer(Answer):
-    """One criterion's verdict as a validator writes it."""
+    """One criterion's verdict as a validator writes it: the evidence first, then the verdict."""
 
     criterion: str
-    """The criterion text."""
+    """The criterion text (or its number)."""
+    evidence: str
+    """The evidence the verdict rests on."""
     verdict: Literal["pass", "fail"]
     """pass or fail."""
     failure_class: FailureClass | None
     """logical or environmental when failing, else null."""
-    evidence: str
-    """The evidence the verdict rests on."""
 
 
 class AgentVerdict(Answer):

@@ -162,7 +162,7 @@ class OpenAICompatLLM:
         if schema == TOOLS_SCHEMA:
             kwargs = tool_request(self.negotiator.mode(ep, "tools"), messages, tools or [], self.negotiator.shape(ep))
         else:
-            kwargs = structured_request(self.negotiator.mode(ep, "structured"), schema, messages)
+            kwargs = structured_request(self.negotiator.mode(ep, "structured"), schema, messages, self._grammar(ep))
         kwargs = copy.deepcopy(kwargs)  # the caller's lists may grow (an executor appends each turn)
         try:
             kwargs, _ = self._fit(role, ep, kwargs)  # the role's own call sends exactly this, cut alike
@@ -203,7 +203,7 @@ class OpenAICompatLLM:
                               messages: list[dict]) -> tuple[Any, CallRecord]:
         """One structured request, falling back along the structured modes when the endpoint refuses a format."""
         return await self._ask(role, schema, ep, "structured",
-                               lambda mode, _shape: structured_request(mode, schema, messages))
+                               lambda mode, _shape: structured_request(mode, schema, messages, self._grammar(ep)))
 
     async def _ask_tools(self, role: str, ep: Endpoint, messages: list[dict],
                          tools: list[dict]) -> tuple[Any, CallRecord]:
@@ -230,6 +230,10 @@ class OpenAICompatLLM:
             if confirm:
                 self.negotiator.confirm(ep, kind, mode)
             return answer
+
+    def _grammar(self, ep: Endpoint) -> bool:
+        """Whether the endpoint's server holds answers to a schema with a grammar that takes ``maxLength``."""
+        return context_window(self.settings.llm, ep.base_url, ep.model, ep.api_key).grammar
 
     def _fit(self, role: str, ep: Endpoint, request: dict) -> tuple[dict, dict]:
         """The request cut to the model's context window, and its budget record (artoo.tasks.llm.budget),

@@ -37,6 +37,8 @@ class ContextWindow:
     source: str
     known: bool = True
     """False for the assumed default: the server did not say and no setting does, so the real window may be larger."""
+    grammar: bool = False
+    """The server is llama.cpp (it answered ``/props``): its JSON-schema grammar takes ``maxLength``."""
 
 
 def server_root(base_url: str) -> str:
@@ -80,7 +82,7 @@ def probe(base_url: str, model: str, api_key: str, timeout_s: float) -> ContextW
         root = server_root(base_url)
         tokens = from_props(_get_json(client, f"{root}/props"))
         if tokens:
-            return ContextWindow(tokens, f"server {root}/props n_ctx")
+            return ContextWindow(tokens, f"server {root}/props n_ctx", grammar=True)
         tokens = from_models(_get_json(client, f"{base_url.rstrip('/')}/models"), model)
         if tokens:
             return ContextWindow(tokens, f"server {base_url.rstrip('/')}/models max_model_len")

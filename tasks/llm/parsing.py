@@ -26,6 +26,25 @@ it refuses a mode (artoo.tasks.llm.refusals), and the mode that worked is rememb
 
 
 
+STRING_BOUNDS = {"evidence": 300, "what_was_wrong": 400, "what_to_do": 400, "summary": 800}
+"""Most characters of the validators' free-text fields, where the server's grammar can hold a model to it.
+
+Why: Qwen2.5-Coder-1.5B as R4a repeated one sentence inside ``evidence`` until ``max_tokens`` (1,024
+tokens, 250–300 s on this machine: #25, runs t7 and t9).  Sent only to servers known to take
+``maxLength`` in a grammar (llama.cpp); OpenAI's strict mode is not sent length constraints."""
+
+
+def bounded(schema: dict) -> dict:
+    """``schema`` with ``maxLength`` on the free-text fields of STRING_BOUNDS (nullable ones too), in place."""
+    for node in [schema, *schema.get("$defs", {}).values()]:
+        for name, prop in node.get("properties", {}).items():
+            limit = STRING_BOUNDS.get(name)
+            for option in [prop, *prop.get("anyOf", [])] if limit else []:
+                if option.get("type") == "string":
+                    option["maxLength"] = limit
+    return schema
+
+
 class InvalidAnswer(Exception):
     """The model's content is not a valid answer; the message says why."""
 
@@ -54,15 +73,19 @@ def with_system_note(messages: list[dict], note: str) -> list[dict]:
     return [{"role": "system", "content": note}, *messages]
 
 
-def structured_request(mode: str, name: str, messages: list[dict]) -> dict:
-    """The ``messages`` and ``response_format`` arguments for one structured request."""
+def structured_request(mode: str, name: str, messages: list[dict], grammar: bool = False) -> dict:
+    """The ``messages`` and ``response_format`` arguments for one structured request.
+
+    ``grammar``: the server holds answers to the schema with a grammar that takes ``maxLength``
+    (llama.cpp), so the free-text fields are bounded (STRING_BOUNDS)."""
+    schema = bounded(strict_schema(name)) if grammar else strict_schema(name)
     if mode == "json_schema":
-        spec = {"name": name, "schema": strict_schema(name), "strict": True}
+        spec = {"name": name, "schema": schema, "strict": True}
         return {"messages": messages, "response_format": {"type": "json_schema", "json_schema": spec}}
     noted = with_system_note(messages, schema_note(name))
     if mode == "json_object_schema":
         return {"messages": noted,
-                "response_format": {"type": "json_object", "schema": {**strict_schema(name), "title": name}}}
+                "response_format": {"type": "json_object", "schema": {**schema, "title": name}}}
     if mode == "json_object":
         return {"messages": noted, "response_format": {"type": "json_object"}}
     if mode == "text":
