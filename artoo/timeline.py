@@ -43,6 +43,9 @@ def _render(r: dict[str, Any], full: bool) -> list[str]:
         return [f"  GGS {r.get('log_line', '')}"]
     if kind == "message":
         return _message(r)
+    if kind == "grounded":
+        return [f"    R4a's pass failed by code (Law 0, attempt {r.get('attempt')}): {v.get('criterion')}: "
+                f"{v.get('evidence')}" for v in r.get("verdicts") or []]
     if kind == "plan_repair":
         return [f"  R2 plan repaired (round {r.get('round')}): {r.get('note', '')}"]
     if kind == "truncated":

@@ -19,6 +19,7 @@ from artoo.tasks.prefect_tasks import execute_task, validate_task
 from artoo.tasks.roles import agent_validator as r4a
 from artoo.tasks.runtime import get_runtime
 from artoo.tasks.tools import Blocks, ToolBox
+from artoo.tasks.tools.found import named_files_now
 
 
 def subtask_run_name(round_no: int, index: int, intent: str) -> str:
@@ -59,9 +60,14 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
             answer = await validate_task(runtime_id, subtask, result, attempt)
         except RunFailure as exc:
             return _finish(rt, subtask, result, trajectory, attempt, f"validator: {exc}", exc.failure_class, logger)
-        verdicts, ungrounded = r4a.grounded(r4a.verdicts_for(subtask, answer), result)
+        found = named_files_now(r4a.named_files(subtask), rt.workspace) if rt.workspace else []
+        verdicts, ungrounded = r4a.grounded(r4a.verdicts_for(subtask, answer), result, found)
         if ungrounded:
-            logger.warning("R4a passed %s with no tool call recorded: failed by code (Law 0)", "; ".join(ungrounded))
+            if rt.decisions is not None:  # the code's overrule of R4a, beside R4a's own answer
+                rt.decisions.write("grounded", subtask_id=subtask.subtask_id, attempt=attempt, verdicts=[
+                    v.model_dump(mode="json") for v in verdicts if v.criterion in ungrounded])
+            logger.warning("R4a passed %s on the executor's word alone (no tool call, or its own claim quoted): "
+                           "failed by code (Law 0)", "; ".join(ungrounded))
         trajectory.append(r4a.gap_point(attempt, verdicts))
         if result.status == "failed":  # R4a classified the evidence; a failed executor is never retried
             failure_class = trajectory[-1].failure_class or "logical"

@@ -1,11 +1,13 @@
 """A whole real run replayed: run t10 of #25, the first that Qwen2.5-Coder-1.5B (llama-server) carried to
 the end, served again answer by answer to a real ``artoo run`` with real tools in a fresh folder.
 
-What it pins: every real answer reaches its role in order (R1, R2, four executor turns under the
-``ExecutorTurn`` schema, two R4a verdicts, R4b), the tools run for real, and the run ends as it did.
-It ended **accepted with a wrong totals.md** ("18": the plan's awk summed ``wc -l``'s own "total" line
-too; the right total is 9), and R4a passed each step quoting the executor's own claim.  bench/README
-records this false accept; a change that makes artoo catch it must change this test, on purpose.
+Run t10 ended **accepted with a wrong totals.md** ("18": the plan's awk also summed ``wc -l``'s own
+"total" line; the right total is 9): R4a passed step 2 quoting the executor's own sentence ("totals.md
+exists and holds the total number of lines …") while the file it was shown held 18.  Replayed now, every
+real answer still reaches its role in order and the tools run for real, but that pass is failed by code
+(``agent_validator.grounded``: the evidence is the claim), so artoo no longer exits 0 with the wrong file.
+Step 1's pass, which quoted the file as code read it, stands.  The transcript has no answers beyond the
+real run's, so what follows the caught pass is the scripted server running out: the run ends abandoned.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 
 from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
 from artoo.tasks.llm.transcript import scenario_from_transcript
+from artoo.timeline import render
 from tests.conftest import final_from, run_cli
 
 T10 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-6.jsonl"
@@ -35,16 +38,22 @@ def test_run_t10_replayed_ends_as_it_did_with_every_tool_run_for_real(scripted, 
     NegotiationStore(negotiated_path(load_settings().home_dir)).remember(
         server.base_url, "scripted", "tools", "content", "t10's home remembered the content protocol")
     code, out, _ = run_cli("run", "--json", REQUEST)
-    final = final_from(out)
-    assert (code, final["directive"]) == (0, "accept")
+    assert (code, final_from(out)["directive"]) == (1, "abandon")  # t10 exited 0 with this very totals.md
     assert (folder / "line_counts.txt").read_text().split() == ["3", "a.txt", "5", "b.txt", "1", "c.txt", "9", "total"]
-    assert (folder / "totals.md").read_text() == "18\n"  # the false accept, as it happened
-    assert [e["schema"] for e in server.requests] == [
-        "TaskSpec", "Plan", "tools", "tools", "AgentVerdict", "tools", "tools", "AgentVerdict", "TaskVerdict"]
-    turns = [e["body"]["response_format"]["json_schema"]["name"] for e in server.requests if e["schema"] == "tools"]
+    assert (folder / "totals.md").read_text() == "18\n"
+    real = [e["schema"] for e in server.requests if e["status"] == 200]
+    assert real[:8] == ["TaskSpec", "Plan", "tools", "tools", "AgentVerdict", "tools", "tools", "AgentVerdict"]
+    turns = [e["body"]["response_format"]["json_schema"]["name"] for e in server.requests[:8] if e["schema"] == "tools"]
     assert turns == ["ExecutorTurn"] * 4
     _, records = load_run(load_settings().home_dir)
-    calls = [r for r in records if r["kind"] == "llm"]
-    assert all(r["ok"] and not r.get("repairs") for r in calls)  # real answers under the schemas: no repair
-    executor = [c for c in calls if c["role"] == "R3"]
-    assert len(executor) == 4 and all(c["negotiated"]["tools"] == "content" for c in executor)
+    messages = [r.get("payload") or {} for r in records if r["kind"] == "message"]
+    step1 = next(m for m in messages if "gap_trajectory" in m)
+    assert step1["status"] == "matched" and step1["criteria_verdicts"][0]["verdict"] == "pass"
+    (overrule,) = [r for r in records if r["kind"] == "grounded"]  # R4a said pass; code says why not
+    (caught,) = overrule["verdicts"]
+    assert (overrule["attempt"], caught["verdict"]) == (1, "fail")
+    assert caught["evidence"].startswith("the evidence is the executor's own claim")
+    shown = "\n".join(render(records))  # `artoo log` says so where R4a's answer is
+    assert "R4a's pass failed by code (Law 0, attempt 1): totals.md exists and holds" in shown
+    calls = [r for r in records if r["kind"] == "llm" and r["ok"]]
+    assert not any(r.get("repairs") for r in calls)  # real answers under the schemas: no repair

@@ -170,17 +170,30 @@ EXISTS = "1. [plausible] The file 'totals.md' exists in the working folder."
 CLAIM = "The file 'totals.md' exists and contains the total number of lines of all .txt files in the folder."
 
 
-@pytest.mark.parametrize("criterion, verdict, calls, expected", [
-    (EXISTS, "pass", [], "fail"),                                     # a file claimed, nothing looked at it
-    (EXISTS, "pass", ["shell: wc -l *.txt > totals.md → [exit code 0]"], "pass"),  # a tool ran: the judge decides
-    (EXISTS, "fail", [], "fail"),
-    ("a greeting is printed", "pass", [], "pass"),                     # no file named: the answer is the product
-    ("the report lists data/app.log", "pass", [], "fail"),
+WC = "shell: wc -l *.txt > totals.md → [exit code 0]"
+T10_CLAIM = "totals.md exists and holds the total number of lines in all .txt files"  # run t10's executor output
+T10_FILE = "totals.md: exists, 3 bytes, 1 line:\n18"  # what code read of the file R4a was shown
+
+
+@pytest.mark.parametrize("criterion, verdict, calls, evidence, found, expected, why", [
+    (EXISTS, "pass", [], CLAIM, [], "fail", "no tool was called"),  # a file claimed, nothing looked at it
+    (EXISTS, "fail", [], CLAIM, [], "fail", None),
+    ("a greeting is printed", "pass", [], CLAIM, [], "pass", None),  # no file named: the answer is the product
+    ("the report lists data/app.log", "pass", [], CLAIM, [], "fail", "no tool was called"),
+    # a tool ran: the evidence decides.  Run t10: the executor's sentence quoted back is no evidence
+    (EXISTS, "pass", [WC], CLAIM, [], "fail", "the evidence is the executor's own claim"),
+    (EXISTS, "pass", [WC], T10_CLAIM, [T10_FILE], "fail", "the evidence is the executor's own claim"),
+    (EXISTS, "pass", [WC], "wc -l *.txt > totals.md, exit code 0", [], "pass", None),  # quotes the tool call
+    (EXISTS, "pass", [WC], "totals.md: exists, 3 bytes", [T10_FILE], "pass", None),  # quotes the file as read
+    (EXISTS, "pass", [WC], "totals.md exists", [], "pass", None),  # too short to tell a claim from a fact
+    (EXISTS, "pass", [WC], "the command ran without an error and wrote it", [], "pass", None),  # not the claim
+    ("the largest log is named", "pass", [WC], CLAIM, [], "pass", None),  # no file named: the output is the product
 ])
-def test_grounded(criterion, verdict, calls, expected):
-    result = ExecutionResult(subtask_id="s", status="completed", output=CLAIM, tool_calls=calls)
-    given = [CriterionVerdict(criterion=criterion, verdict=verdict, failure_class=None, evidence=CLAIM)]
-    out, turned = grounded(given, result)
+def test_grounded(criterion, verdict, calls, evidence, found, expected, why):
+    output = T10_CLAIM if evidence == T10_CLAIM else CLAIM
+    result = ExecutionResult(subtask_id="s", status="completed", output=output, tool_calls=calls)
+    given = [CriterionVerdict(criterion=criterion, verdict=verdict, failure_class=None, evidence=evidence)]
+    out, turned = grounded(given, result, found)
     assert out[0].verdict == expected and (turned == [criterion]) == (verdict != expected)
-    if verdict != expected:
-        assert out[0].failure_class == "logical" and out[0].evidence.startswith("no tool was called")
+    if why is not None:
+        assert out[0].failure_class == "logical" and out[0].evidence.startswith(why)

@@ -10,6 +10,7 @@ only message to leave the fast loop.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from artoo.config.contracts import (
@@ -95,27 +96,54 @@ def verdicts_for(subtask: SubTask, answer: AgentVerdict) -> list[CriterionVerdic
     return align_verdicts(subtask.success_criteria, answer.verdicts)
 
 
-def grounded(verdicts: list[CriterionVerdict], result: ExecutionResult) -> tuple[list[CriterionVerdict], list[str]]:
+def grounded(verdicts: list[CriterionVerdict], result: ExecutionResult,
+             found: list[str] | None = None) -> tuple[list[CriterionVerdict], list[str]]:
     """Verdicts with each ungrounded pass turned to a fail, and the criteria turned.
 
-    Why: in run t3 of #25 the executor called no tool and answered "totals.md exists and contains the
-    totals"; Qwen2.5-Coder-1.5B as R4a passed both criteria quoting that claim, R4b agreed, and artoo
-    accepted a task whose file was never written.  The evidence grounding rule (spec R4a) is enforced by
-    code where it can be: with **no tool call recorded**, a pass on a criterion that names a file rests
-    on the executor's word alone, which is never evidence.  Criteria naming no file ("a greeting is
-    printed") are left to the judge: the answer itself may be the product."""
-    if result.tool_calls:
-        return verdicts, []
+    The evidence grounding rule (spec R4a: the executor's output is its own claim) is enforced by code
+    where it can be, in two cases:
+
+    - **no tool call recorded**: a pass on a criterion that names a file rests on the executor's word
+      alone.  Run t3 of #25: the executor called no tool and answered "totals.md exists and contains the
+      totals"; the 1.5B R4a passed both criteria quoting that claim and artoo accepted a file never
+      written.  Criteria naming no file ("a greeting is printed") are left to the judge: the answer
+      itself may be the product.
+    - **the evidence is the claim**: a pass on a criterion that names a file, whose evidence (four words
+      or more) is text of the executor's output found in no tool call and no file as code read it
+      (``found``).  Run t10: R4a
+      passed "totals.md holds the total number of lines" quoting the executor's sentence, while the
+      file held a wrong total, and artoo exited 0.
+    """
+    ground = _words("\n".join([*result.tool_calls, *(found or [])]))
+    claim = _words(result.output)
     out, turned = [], []
     for v in verdicts:
-        named = file_names(v.criterion) if v.verdict == "pass" else []
-        if named:
+        why = _ungrounded(v, result, claim, ground) if v.verdict == "pass" else None
+        if why:
             turned.append(v.criterion)
-            v = v.model_copy(update={"verdict": "fail", "failure_class": "logical", "evidence": (
-                f"no tool was called: a claim about {', '.join(named)} is not evidence "
-                "(read, list or write it with a tool)")})
+            v = v.model_copy(update={"verdict": "fail", "failure_class": "logical", "evidence": why})
         out.append(v)
     return out, turned
+
+
+def _ungrounded(v: CriterionVerdict, result: ExecutionResult, claim: str, ground: str) -> str | None:
+    """Why a pass rests on the executor's word alone; None when it may stand."""
+    named = file_names(v.criterion)
+    if not named:  # the answer itself may be the product ("a greeting is printed", "the count is reported")
+        return None
+    if not result.tool_calls:
+        return (f"no tool was called: a claim about {', '.join(named)} is not evidence "
+                "(read, list or write it with a tool)")
+    said = _words(v.evidence)
+    if said.count(" ") >= 3 and f" {said} " in f" {claim} " and f" {said} " not in f" {ground} ":
+        return ("the evidence is the executor's own claim, found in no tool call and no file as code read it: "
+                "quote what a tool printed or what the file holds")
+    return None
+
+
+def _words(text: str) -> str:
+    """Text as lowercase words joined by one space (quotes, punctuation and line breaks ignored)."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
 
 
 def dominant_class(verdicts: list[CriterionVerdict]) -> FailureClass | None:
