@@ -147,7 +147,7 @@ class Chat:
 
     def log(self, args: list[str]) -> None:
         """A task's timeline (the latest by default)."""
-        from artoo.tasks.decision_log import load_run
+        from artoo.tasks.decisions.log import load_run
         from artoo.timeline import render
 
         _, records = load_run(self.settings.home_dir, args[0] if args else None)
@@ -156,7 +156,7 @@ class Chat:
 
     def replay(self, args: list[str]) -> None:
         """A task's GGS trajectory replayed under changed parameters."""
-        from artoo.tasks.decision_log import load_run
+        from artoo.tasks.decisions.log import load_run
         from artoo.tasks.ggs.replay import ggs_steps, parse_overrides
         from artoo.tasks.ggs.replay import replay as run_replay
         from artoo.timeline import render_replay

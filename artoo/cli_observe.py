@@ -26,7 +26,7 @@ def _fail(exc: ArtooError) -> None:
 def run_records(key: str | None) -> tuple[Path, list[dict]]:
     """The decision-log file and records of a task or run (the latest when ``key`` is None)."""
     from artoo.config.settings import load_settings
-    from artoo.tasks.decision_log import load_run
+    from artoo.tasks.decisions.log import load_run
 
     return load_run(load_settings().home_dir, key)
 

@@ -18,7 +18,7 @@ PRELOAD = (
     "anyio.streams.tls", "anyio._backends._asyncio", "httpcore2", "truststore", "opentelemetry.metrics", "pydoc",
     "encodings.idna", "artoo.config.settings", "artoo.memory.store",
     "artoo.memory.potentials", "artoo.embedded_server", "artoo.lingering", "artoo.server_log", "artoo.quiet",
-    "artoo.flows.task_flow", "artoo.flows.auditor", "artoo.tasks.bus", "artoo.tasks.roles.perceiver",
+    "artoo.flows.task_flow", "artoo.flows.auditor", "artoo.tasks.bus.events", "artoo.tasks.roles.perceiver",
 )
 """What ``artoo run`` imports on its way to the first LLM call."""
 

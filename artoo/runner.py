@@ -63,7 +63,7 @@ class ProgressTap:
 def execute_flow(request: str, workspace: Path | None, verbose: bool = False) -> dict:
     """Run the artoo-task flow in this process and return its result document (Prefect's lines with verbose)."""
     from artoo.tasks.roles.perceiver import check_request
-    from artoo.tasks.session import forget_run
+    from artoo.tasks.roles.session import forget_run
 
     check_request(request)  # refused before any flow run exists: nothing to clean up, nothing half-recorded
     send_perceive_early(request)
@@ -80,7 +80,7 @@ def _run_flow(request: str, workspace: Path | None, verbose: bool) -> dict:
     from artoo.inflight import waiting_line
     from artoo.preload import preload
     from artoo.quiet import quiet_prefect
-    from artoo.tasks.bus import add_tap, remove_tap
+    from artoo.tasks.bus.events import add_tap, remove_tap
 
     preload()  # what the flow's first call would import, while the server may still be starting
     tap, published = ProgressTap(), PublishedTap()
@@ -107,7 +107,7 @@ def send_perceive_early(request: str) -> bool:
     from artoo.config.settings import load_settings
     from artoo.tasks.llm import OpenAICompatLLM
     from artoo.tasks.roles.perceiver import messages_for
-    from artoo.tasks.session import keep_for_run, load_history
+    from artoo.tasks.roles.session import keep_for_run, load_history
 
     try:
         settings = load_settings()

@@ -1,6 +1,6 @@
 """One run's decision log as a readable timeline (``artoo log``) and a replay as a side-by-side table.
 
-Pure text rendering over the records of artoo.tasks.decision_log, so the CLI, the REPL's
+Pure text rendering over the records of artoo.tasks.decisions.log, so the CLI, the REPL's
 ``/log`` and the tests read the same story: R1, each round's plan, the subtasks with their
 tool calls and verdicts, the GGS line, the FinalResult.  ``full`` adds the complete prompts
 and answers of every LLM call.

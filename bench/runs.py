@@ -95,7 +95,7 @@ class Job:
 def run_once(job: Job, workspace: Path, log: Path) -> Measured:
     """One in-process run of a job's scenario; raises when the run ends unlike its story."""
     from artoo.runner import execute_flow
-    from artoo.tasks.bus import add_tap, remove_tap
+    from artoo.tasks.bus.events import add_tap, remove_tap
 
     server = job.server
     for key in STORY_SETTINGS:

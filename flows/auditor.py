@@ -49,7 +49,7 @@ from artoo.tasks.audit.observe import observation
 from artoo.tasks.audit.persist import publish_report
 from artoo.tasks.audit.report import render_markdown
 from artoo.tasks.audit.stats import short_run
-from artoo.tasks.bus import EVENT_PREFIX, task_resource
+from artoo.tasks.bus.events import EVENT_PREFIX, task_resource
 
 LOOKBACK = timedelta(minutes=2)
 SWEEP_EVERY_S = 30.0

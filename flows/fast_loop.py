@@ -14,10 +14,10 @@ from prefect.logging import get_run_logger
 
 from artoo.config.contracts import BlockedTarget, ExecutionResult, GapPoint, SubTask, SubTaskOutcome
 from artoo.config.errors import RunFailure
-from artoo.tasks.decision_log import SCOPE
-from artoo.tasks.prefect_tasks import execute_task, validate_task
+from artoo.tasks.decisions.log import SCOPE
 from artoo.tasks.roles import agent_validator as r4a
-from artoo.tasks.runtime import get_runtime
+from artoo.tasks.roles.runtime import get_runtime
+from artoo.tasks.roles.task import execute_task, validate_task
 from artoo.tasks.tools import Blocks, ToolBox
 from artoo.tasks.tools.found import named_files_now
 

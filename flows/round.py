@@ -33,13 +33,13 @@ from artoo.config.errors import PlanRejected, RunFailure
 from artoo.config.protocol import PlanAnswer
 from artoo.flows.fast_loop import subtask_flow, subtask_run_name
 from artoo.memory.calibration import calibrate_from_store
-from artoo.tasks import plan_rules
 from artoo.tasks.llm import TOOLS_SCHEMA
-from artoo.tasks.prefect_tasks import meta_validate_task, plan_task, publish_r4b
+from artoo.tasks.plan import rules as plan_rules
 from artoo.tasks.roles import agent_validator as r4a
 from artoo.tasks.roles import executor, planner
 from artoo.tasks.roles import meta_validator as r4b
-from artoo.tasks.runtime import Runtime, get_runtime
+from artoo.tasks.roles.runtime import Runtime, get_runtime
+from artoo.tasks.roles.task import meta_validate_task, plan_task, publish_r4b
 from artoo.tasks.tools.specs import specs_for
 
 

@@ -35,16 +35,16 @@ from artoo.config.errors import ArtooError
 from artoo.config.settings import Settings, load_settings
 from artoo.flows.law1 import make_gate, resolve_mode
 from artoo.flows.round import RoundBrief, round_flow, round_run_name, send_plan_early
-from artoo.tasks.bus import Bus
-from artoo.tasks.decision_log import DecisionLog, in_scope
+from artoo.tasks.bus.events import Bus
+from artoo.tasks.decisions.log import DecisionLog, in_scope
 from artoo.tasks.ggs.controller import GGSController
 from artoo.tasks.ggs.task import artifact_key, ggs_task
 from artoo.tasks.llm import OpenAICompatLLM, cost_report
-from artoo.tasks.prefect_tasks import failure_report_task, perceive_task
 from artoo.tasks.roles.meta_validator import KeptResult, keep_results
 from artoo.tasks.roles.planner import evidence_block, failure_messages
-from artoo.tasks.runtime import Runtime, drop, register
-from artoo.tasks.session import append_history, history_for
+from artoo.tasks.roles.runtime import Runtime, drop, register
+from artoo.tasks.roles.session import append_history, history_for
+from artoo.tasks.roles.task import failure_report_task, perceive_task
 
 READER_KEEP_S = 600.0
 """The memory reader stays open across rounds (closed with the store at the run's end, or when a writer waits)."""
@@ -144,14 +144,14 @@ class _OwnAudit:
         from datetime import UTC, datetime
 
         from artoo.flows.auditor import PublishedTap
-        from artoo.tasks.bus import add_tap
+        from artoo.tasks.bus.events import add_tap
 
         self.started, self.tap = datetime.now(UTC), PublishedTap()
         add_tap(self.tap)
 
     async def finish(self) -> None:
         from artoo.flows.auditor import audit_own_run
-        from artoo.tasks.bus import remove_tap
+        from artoo.tasks.bus.events import remove_tap
 
         remove_tap(self.tap)
         result = await audit_own_run(self.tap.runs, self.started)

@@ -11,8 +11,8 @@ from artoo.config.contracts import BlockedTarget, PlanDirective, SubTaskOutcome
 from artoo.config.protocol import PlanAnswer
 from artoo.memory.calibration import calibrate
 from artoo.memory.tags import entity_target, path_entity
-from artoo.tasks.access import access_blocked, attributed_blocks, call_accesses
-from artoo.tasks.plan_rules import validate_plan
+from artoo.tasks.blame.access import access_blocked, attributed_blocks, call_accesses
+from artoo.tasks.plan.rules import validate_plan
 from artoo.tasks.tools import Blocks
 from tests.test_failure_model import outcome, shell_fail
 from tests.test_memory_calibration import IGNORE, pot

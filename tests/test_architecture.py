@@ -30,7 +30,7 @@ LAYERS = [("artoo.config", 0), ("artoo.memory", 1), ("artoo.tasks", 2), ("artoo.
           ("artoo.cli_chat", 6), ("artoo.cli_eval", 6), ("artoo.cli_config", 6),
           ("artoo.cluster", 4), ("artoo.cli_cluster", 6), ("artoo.fast_exit", 6)]
 ROLES = {"perceiver", "planner", "executor", "agent_validator", "meta_validator"}
-PREFECT_EDGE = {"artoo.config.compat", "artoo.tasks.prefect_tasks", "artoo.tasks.ggs.task", "artoo.tasks.bus",
+PREFECT_EDGE = {"artoo.config.compat", "artoo.tasks.roles.task", "artoo.tasks.ggs.task", "artoo.tasks.bus.events",
                 "artoo.tasks.tools.box"}
 
 

@@ -126,7 +126,7 @@ def test_the_auditor_publishes_nothing_and_never_touches_memory(artoo_env: Path,
     from artoo.config.contracts import Megram
     from artoo.config.settings import load_settings
     from artoo.memory.store import MemoryStore
-    from artoo.tasks.bus import add_tap, remove_tap
+    from artoo.tasks.bus.events import add_tap, remove_tap
 
     home = artoo_env / "home"
     settings = load_settings()
@@ -206,7 +206,7 @@ def slow_scenario(task_id: str) -> dict:
 def test_an_auditor_stopped_mid_run_and_restarted_logs_every_message_exactly_once(scripted, artoo_env: Path):
     from artoo.flows.auditor import auditor
     from artoo.flows.task_flow import artoo_task
-    from artoo.tasks.bus import add_tap, remove_tap
+    from artoo.tasks.bus.events import add_tap, remove_tap
 
     task_id = f"restart_{uuid.uuid4().hex[:8]}"
     workspace = artoo_env / "workspace"
@@ -258,7 +258,7 @@ def flow_run_facts(run_id: str) -> tuple[str, object, datetime]:
 
 def test_artoo_run_audits_its_own_messages_and_the_thrashing_is_reported(scripted, artoo_env: Path):
     """The plateau scenario of test_loops: break_symmetry x3 at D=1 → ggs_thrashing, audited before run returns."""
-    from artoo.tasks.bus import add_tap, remove_tap
+    from artoo.tasks.bus.events import add_tap, remove_tap
 
     task_id = f"thrash_{uuid.uuid4().hex[:8]}"
     crit = "the answer is 42"

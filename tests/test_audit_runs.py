@@ -23,7 +23,7 @@ from artoo.tasks.audit.log import AuditLog, AuditPaths
 from artoo.tasks.audit.persist import load_state, publish_report
 from artoo.tasks.audit.report import anomaly_names, build_report, describe, render_markdown
 from artoo.tasks.audit.stats import StatsState, fold, reset_window, touched
-from artoo.tasks.bus import Bus, add_tap, remove_tap
+from artoo.tasks.bus.events import Bus, add_tap, remove_tap
 from tests.test_audit_stats import CLEAN, ROUTE, T0, Stream
 
 RUN_A, RUN_B, RUN_C = (f"{c * 8}-{c * 4}-4{c * 3}-8{c * 3}-{c * 12}" for c in "abc")

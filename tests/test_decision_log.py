@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from artoo.config.settings import DecisionLogParams, load_settings
-from artoo.tasks.decision_log import DecisionLog, find_run, in_scope, index_entries, prune, read_records
-from artoo.tasks.redact import MASK, Redactor
+from artoo.tasks.decisions.log import DecisionLog, find_run, in_scope, index_entries, prune, read_records
+from artoo.tasks.decisions.redact import MASK, Redactor
 
 
 @pytest.mark.parametrize(("text", "secret"), [

@@ -163,7 +163,7 @@ def test_an_abandoned_run_answers_every_call_and_its_failure_report_early(
 
 
 def test_a_run_reads_the_history_its_command_sent_r1_with_even_when_another_run_appended_since(tmp_path: Path):
-    from artoo.tasks.session import append_history, forget_run, history_for, keep_for_run, load_history
+    from artoo.tasks.roles.session import append_history, forget_run, history_for, keep_for_run, load_history
 
     append_history(tmp_path, "count notes", "3 lines")
     kept = load_history(tmp_path)

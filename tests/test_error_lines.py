@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from artoo.tasks.error_lines import ErrorPath, error_paths
+from artoo.tasks.blame.error_lines import ErrorPath, error_paths
 
 
 def ep(path: str, missing_parent: bool = False, opened: bool = False) -> ErrorPath:

@@ -1,6 +1,6 @@
 """Blame on realistic failures: a walk's unreadable corners, and a script that is not there.
 
-Pure rules, table-driven (artoo.tasks.traversal, artoo.tasks.error_lines, artoo.tasks.failure);
+Pure rules, table-driven (artoo.tasks.blame.traversal, artoo.tasks.blame.error_lines, artoo.tasks.blame.failure);
 the flow stories are in tests/test_replan_redteam_blame.py.  The outputs are what the real
 programs print (GNU find/grep/du/ls, dash, node 20, CPython 3.11, ruby), captured in a sandbox.
 """
@@ -13,11 +13,11 @@ import pytest
 
 from artoo.config.contracts import ReplanRequest
 from artoo.config.settings import GGSParams
-from artoo.tasks.access import attributed_blocks
-from artoo.tasks.failure import walk_notes_of
+from artoo.tasks.blame.access import attributed_blocks
+from artoo.tasks.blame.failure import walk_notes_of
+from artoo.tasks.blame.traversal import split_noise, walks
 from artoo.tasks.ggs.controller import GGSController
 from artoo.tasks.roles.planner import directive_block
-from artoo.tasks.traversal import split_noise, walks
 from tests.test_failure_model import WS, call, outcome, shell_fail
 
 HOME = os.path.expanduser("~")

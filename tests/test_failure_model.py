@@ -11,8 +11,8 @@ import pytest
 
 from artoo.config.contracts import CriterionVerdict, ReplanRequest, SubTaskOutcome, ToolCall
 from artoo.config.settings import GGSParams
-from artoo.tasks.access import attributed_blocks
-from artoo.tasks.failure import (
+from artoo.tasks.blame.access import attributed_blocks
+from artoo.tasks.blame.failure import (
     blamed_tools,
     call_targets,
     command_paths,

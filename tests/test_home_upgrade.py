@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from artoo.memory.store import MemoryStore
-from artoo.tasks.session import load_history
+from artoo.tasks.roles.session import load_history
 from tests.conftest import run_cli
 
 ARCHIVE = Path(__file__).parent / "data" / "home-r2-duckdb2.0.0.tar.gz"

@@ -371,7 +371,7 @@ def _hermes(entry: dict) -> dict:
 def test_a_run_against_a_refusing_server_completes_and_its_decision_log_shows_the_negotiation(
         scripted, artoo_env, profile, modes):
     from artoo.config.settings import load_settings
-    from artoo.tasks.decision_log import load_run
+    from artoo.tasks.decisions.log import load_run
     from tests.conftest import final_from
     from tests.scenario_kit import change_path_scenario
 

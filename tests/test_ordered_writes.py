@@ -1,11 +1,11 @@
-"""Background writes (artoo.tasks.runtime.OrderedWrites): off the critical path, in order, never lost."""
+"""Background writes (artoo.tasks.roles.runtime.OrderedWrites): off the critical path, in order, never lost."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
 
-from artoo.tasks.runtime import OrderedWrites
+from artoo.tasks.roles.runtime import OrderedWrites
 
 WHERE: contextvars.ContextVar[str] = contextvars.ContextVar("where", default="nowhere")
 

@@ -8,7 +8,7 @@ import pytest
 
 from artoo.config.contracts import Criterion, SubTaskOutcome
 from artoo.config.protocol import PlanAnswer, PlannedSubTask
-from artoo.tasks.plan_rules import (
+from artoo.tasks.plan.rules import (
     MAX_SUBTASKS,
     cap_plan,
     dispatch,

@@ -18,7 +18,7 @@ from artoo.config.contracts import FinalResult, Loss, PlanDirective, SubTaskOutc
 from artoo.config.errors import RunFailure
 from artoo.config.settings import LLMParams, load_settings
 from artoo.runner import report
-from artoo.tasks.decision_log import DecisionLog
+from artoo.tasks.decisions.log import DecisionLog
 from artoo.tasks.llm import CallRecord, OpenAICompatLLM, cost_report
 from artoo.tasks.llm.budget import (
     BLOCK_FLOOR,

@@ -28,7 +28,7 @@ REQUEST = "count the lines of every .txt file in this folder and write the total
 @pytest.mark.usefixtures("prefect_api")
 def test_run_t10_replayed_ends_as_it_did_with_every_tool_run_for_real(scripted, artoo_env):
     from artoo.config.settings import load_settings
-    from artoo.tasks.decision_log import load_run
+    from artoo.tasks.decisions.log import load_run
 
     folder = artoo_env / "workspace"
     folder.mkdir()

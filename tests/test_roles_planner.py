@@ -94,7 +94,7 @@ def test_reask_lists_the_problems_and_fences_prior_outcomes():
 
 def test_the_worked_example_in_the_prompt_is_a_plan_the_rules_accept():
     """A small model copies the example's shape (#25): it must itself be a valid plan that writes its file."""
-    from artoo.tasks.plan_rules import validate_plan
+    from artoo.tasks.plan.rules import validate_plan
     from artoo.tasks.roles.planner import EXAMPLE, ROLE
 
     example = PlanAnswer.model_validate_json(EXAMPLE.split("one subtask:\n", 1)[1])

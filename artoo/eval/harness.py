@@ -160,7 +160,7 @@ async def run_task(suite: Suite, task: Task, brain: SimulatedBrain | None) -> di
 def _task_records() -> list[dict]:
     """The decision-log records of the run just finished (the newest in this strategy's ARTOO_HOME)."""
     from artoo.config.settings import load_settings
-    from artoo.tasks.decision_log import find_run, read_records
+    from artoo.tasks.decisions.log import find_run, read_records
 
     path = find_run(load_settings().home_dir)
     return read_records(path) if path is not None else []

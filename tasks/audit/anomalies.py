@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from artoo.tasks.audit.stats import CORRECTION_RATES, Conversation, Entry
-from artoo.tasks.bus import ROUTES
+from artoo.tasks.bus.events import ROUTES
 
 ANOMALY_NAMES = ("ggs_thrashing", "convergence_failure", "boundary_violation", "drift", "bus_gap",
                  "law1_denied", "unverified_success")

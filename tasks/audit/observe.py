@@ -1,6 +1,6 @@
 """From a Prefect event to the fields of one AuditEvent: what the Auditor observed.
 
-The bus (artoo.tasks.bus) names each message ``artoo.<kind>`` on the resource
+The bus (artoo.tasks.bus.events) names each message ``artoo.<kind>`` on the resource
 ``artoo.task.<task_id>`` with ``artoo.from``/``artoo.to``/``artoo.seq``/``artoo.run`` labels.
 This module only reads that shape; a label that is missing or malformed is kept as-is (an
 empty role, sequence 0) so the statistics report it instead of the reader dropping it.  Events
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from artoo.tasks.bus import EVENT_PREFIX
+from artoo.tasks.bus.events import EVENT_PREFIX
 
 TASK_RESOURCE_PREFIX = "artoo.task."
 

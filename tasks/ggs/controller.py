@@ -31,8 +31,8 @@ from artoo.config.contracts import (
 )
 from artoo.config.settings import GGSParams, load_settings
 from artoo.memory.tags import ENV_LOCAL, episode_content, intent_space, path_entity, tool_space
-from artoo.tasks.access import attributed_blocks
-from artoo.tasks.failure import blamed_tools, outcome_counts, refusals, walk_notes_of
+from artoo.tasks.blame.access import attributed_blocks
+from artoo.tasks.blame.failure import blamed_tools, outcome_counts, refusals, walk_notes_of
 from artoo.tasks.ggs.maths import (
     ACTION_STATES,
     LOGICAL_STATES,
@@ -193,8 +193,8 @@ class GGSController:
     def _accumulate_targets(self, outcomes: list[SubTaskOutcome]) -> None:
         """The targets of the calls an environmental failure belongs to join blocked_targets for the task.
 
-        Only the call that failed is blamed (artoo.tasks.failure), and only for the access that failed
-        (artoo.tasks.access): a file read fine beside a failing write stays usable, a write refused on a
+        Only the call that failed is blamed (artoo.tasks.blame.failure), and only for the access that failed
+        (artoo.tasks.blame.access): a file read fine beside a failing write stays usable, a write refused on a
         read-only file leaves it readable, and a Law-1 denial is a constraint, never a failed target.
         """
         self._new_targets = {b: tool for b, tool in attributed_blocks(outcomes) if b not in self._targets}
@@ -202,7 +202,7 @@ class GGSController:
 
     def _blocked_tools(self, state: str, outcomes: list[SubTaskOutcome]) -> list[str]:
         """break_symmetry blocks the failing subtasks' tools; change_approach the logical ones' (never a
-        tool a subtask of the round matched with: artoo.tasks.failure.blamed_tools)."""
+        tool a subtask of the round matched with: artoo.tasks.blame.failure.blamed_tools)."""
         if state not in LOGICAL_STATES:
             return []
         return blamed_tools(outcomes, logical_only=state == "change_approach")

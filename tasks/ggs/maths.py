@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 
 from artoo.config.contracts import CriterionVerdict, SubTaskOutcome
 from artoo.config.settings import GGSParams, load_settings
-from artoo.tasks.failure import is_evidence
+from artoo.tasks.blame.failure import is_evidence
 
 MACRO_STATES: tuple[str, ...] = (
     "abandon", "success", "break_symmetry", "change_approach", "change_path", "refine",

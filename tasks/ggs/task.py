@@ -23,7 +23,7 @@ from artoo.config.contracts import OutcomeSummary, ReplanRequest
 from artoo.memory.feedback import contradicted
 from artoo.tasks.ggs.controller import GGSController, GGSDecision
 from artoo.tasks.ggs.picture import trajectory_markdown
-from artoo.tasks.runtime import Runtime, get_runtime
+from artoo.tasks.roles.runtime import Runtime, get_runtime
 
 
 def artifact_key(prefix: str, task_id: str) -> str:

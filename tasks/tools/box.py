@@ -38,8 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from artoo.config.settings import Settings
-from artoo.tasks.access import blocked_by_target, call_accesses, pairs_by_access, refusal
-from artoo.tasks.failure import call_targets
+from artoo.tasks.blame.access import blocked_by_target, call_accesses, pairs_by_access, refusal
+from artoo.tasks.blame.failure import call_targets
 from artoo.tasks.law1 import changes as law1_changes
 from artoo.tasks.law1.judge import PolicyVerdict, judge_command, judge_write, real_exists
 from artoo.tasks.tools import blocks, changeset, doors, files, overlay, sandbox, shell

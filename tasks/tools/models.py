@@ -26,7 +26,7 @@ class ToolResult(BaseModel):
     evidence: str = Field(description="`name: input → firstN(output, 200)`, recorded by code for R4a.")
     input: str = Field("", description="The call's primary argument as the model gave it.")
     targets: list[str] = Field(default_factory=list, description="The call's normalised targets "
-                               "(artoo.tasks.failure.call_targets): what a failure of it is attributed to.")
+                               "(artoo.tasks.blame.failure.call_targets): what a failure of it is attributed to.")
     denied: bool = Field(False, description="True when the Law-1 gate refused the call.")
 
 

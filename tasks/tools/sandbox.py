@@ -152,7 +152,7 @@ def limit_note(signum: int, limits: Limits) -> str:
 def scrubbed_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The environment without secrets or artoo's own settings (a command can print its env), with
     messages in English: which path a failed command blames is read from its error wording
-    (artoo.tasks.error_lines), and the models read it too.  Your character set, sorting, dates and
+    (artoo.tasks.blame.error_lines), and the models read it too.  Your character set, sorting, dates and
     numbers stay yours: ``LC_ALL`` (which would override ``LC_MESSAGES``) becomes ``LANG``."""
     env = {k: v for k, v in environ.items()
            if not SECRET_NAME.search(k) and not k.upper().startswith(PRIVATE_PREFIXES)}

@@ -59,7 +59,7 @@ def p95(values: list[float]) -> float:
 
 def test_twenty_concurrent_runs_all_finish_store_once_and_are_all_audited(scripted, artoo_env: Path, capsys):
     from artoo.flows.auditor import PublishedTap, observe_run
-    from artoo.tasks.bus import add_tap, remove_tap
+    from artoo.tasks.bus.events import add_tap, remove_tap
 
     scripted(load_scenario())
     published, started = PublishedTap(), datetime.now(UTC)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from artoo.config.contracts import ANY_USE, Criterion, DispatchManifest, SubTask, SubTaskOutcome
 from artoo.config.protocol import PlanAnswer, PlannedSubTask
-from artoo.tasks.failure import looks_like_path, normalise, text_targets
+from artoo.tasks.blame.failure import looks_like_path, normalise, text_targets
 from artoo.tasks.roles.prompting import as_text, cap, criterion_key, fence_untrusted, file_names
 
 MAX_SUBTASKS = 20

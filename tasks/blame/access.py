@@ -24,8 +24,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from artoo.config.contracts import Access, BlockedTarget, SubTaskOutcome, ToolCall
-from artoo.tasks.error_lines import ERRNO_LINE
-from artoo.tasks.failure import (
+from artoo.tasks.blame.error_lines import ERRNO_LINE
+from artoo.tasks.blame.failure import (
     PATH_TOOLS,
     attributed_calls,
     blamed_targets,

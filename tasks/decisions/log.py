@@ -17,7 +17,7 @@ through ``in_scope``.
 Bounded: every string is cut to ``max_field_chars`` (head and tail kept), and once a run's
 file passes ``max_run_mb`` only the small records (verdicts, GGS decisions, messages
 without payload) are still written, after one ``truncated`` marker.  Secrets never reach
-the disk: every record passes through ``artoo.tasks.redact`` first.
+the disk: every record passes through ``artoo.tasks.decisions.redact`` first.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 
 from artoo.config.errors import ConfigurationError
 from artoo.config.settings import DecisionLogParams, Settings
-from artoo.tasks.redact import Redactor
+from artoo.tasks.decisions.redact import Redactor
 
 DIR = "decisions"
 INDEX = "index.jsonl"

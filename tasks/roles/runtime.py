@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from artoo.config.settings import Settings
-from artoo.tasks.bus import Bus
+from artoo.tasks.bus.events import Bus
 
 
 class OrderedWrites:
@@ -84,7 +84,7 @@ class Runtime:
     tool_seconds: float = 0.0
     """Wall time spent inside tools (cost report)."""
     decisions: Any | None = None
-    """The run's DecisionLog (artoo.tasks.decision_log), or None when it is off."""
+    """The run's DecisionLog (artoo.tasks.decisions.log), or None when it is off."""
     law1_waits: list[float] = field(default_factory=list)
     """Seconds each Law-1 question waited for the person: excluded from Ω, reported on its own."""
     served_sops: list[Any] = field(default_factory=list)

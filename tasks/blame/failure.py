@@ -28,9 +28,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from artoo.config.contracts import SubTaskOutcome, ToolCall
-from artoo.tasks.error_lines import ERRNO_LINE, error_paths, missing_package
+from artoo.tasks.blame.error_lines import ERRNO_LINE, error_paths, missing_package
+from artoo.tasks.blame.traversal import split_noise, walk_notes
 from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, parse, strip_prefix
-from artoo.tasks.traversal import split_noise, walk_notes
 
 OUTCOME_KINDS: tuple[str, ...] = ("matched", "failed", "skipped", "denied")
 """The four ways a subtask ends."""
@@ -232,7 +232,7 @@ def call_workspace(call: ToolCall) -> str | None:
 
 
 def _signal(call: ToolCall) -> str:
-    """A call's output without the traversal noise of its walking commands (artoo.tasks.traversal)."""
+    """A call's output without the traversal noise of its walking commands (artoo.tasks.blame.traversal)."""
     output = call.output or ""
     if call.tool != "shell" or not output:
         return output
@@ -258,7 +258,7 @@ def blamed_targets(call: ToolCall) -> list[str]:
 
     ``grep x /srv/app.log > hits.txt`` failing with ``/srv/app.log: No such file`` blames the
     log, not the output file it would have written; ``cp notes.txt backup/notes.txt`` failing
-    to create the copy blames the copy, never the user's ``notes.txt`` (artoo.tasks.error_lines
+    to create the copy blames the copy, never the user's ``notes.txt`` (artoo.tasks.blame.error_lines
     reads the error wordings).  A write that failed only because its folder is missing blames
     nothing: the next plan creates the folder and writes the same path.  A shell command
     whose program is not installed (``tree /system`` → ``tree: command not found``) blames
@@ -274,7 +274,7 @@ def blamed_targets(call: ToolCall) -> list[str]:
     open it (``[Errno 2]``: a missing input, or an output into a missing folder, maybe the deliverable).
     A script an interpreter could not find (``node tools/x.js --out r.md`` → "Cannot find module") blames
     the script, never ``r.md``; a missing package ("No module named 'pandas'") blames none of the paths.
-    What a walking command could not read inside the roots it walked (artoo.tasks.traversal) is no
+    What a walking command could not read inside the roots it walked (artoo.tasks.blame.traversal) is no
     failed target: ``find / -name '*.conf'`` meeting ``/proc/1/fd`` blames nothing.
     """
     output = _signal(call)

@@ -21,14 +21,14 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from artoo.tasks.error_lines import error_paths
+from artoo.tasks.blame.error_lines import error_paths
 from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, parse, strip_prefix
 
 NOISE_ERRNOS = re.compile(r"Permission denied|Operation not permitted|Too many levels of symbolic links")
 """What a walk meets on the way: an unreadable folder, a symlink loop."""
 _VANISHED = re.compile(r"No such file or directory")
 """Under /proc a process that ended while the walk passed (elsewhere a vanished path is the command's own doing:
-``find … -exec rm -r {} ;`` then descending into what it removed, which artoo.tasks.failure blames)."""
+``find … -exec rm -r {} ;`` then descending into what it removed, which artoo.tasks.blame.failure blames)."""
 WALKERS = frozenset({"find", "grep", "egrep", "fgrep", "rg", "du", "ls"})
 """Programs that read a tree (grep and ls only with their recursive flag; rg, du and find always)."""
 _WRAPPERS = frozenset({"sudo", "nice", "time", "command", "nohup"})

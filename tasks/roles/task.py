@@ -30,7 +30,7 @@ from artoo.config.contracts import (
 from artoo.config.errors import ArtooError
 from artoo.config.protocol import AgentVerdict, PlanAnswer, TaskVerdict
 from artoo.tasks.roles import agent_validator, executor, meta_validator, perceiver, planner
-from artoo.tasks.runtime import Runtime, get_runtime
+from artoo.tasks.roles.runtime import Runtime, get_runtime
 from artoo.tasks.tools.found import named_files_now
 
 ROLE_TASK = {"cache_policy": NO_CACHE, "retries": 0, "persist_result": False}
@@ -38,7 +38,7 @@ ROLE_TASK = {"cache_policy": NO_CACHE, "retries": 0, "persist_result": False}
 
 def asking(runtime_id: str) -> Runtime:
     """The run's runtime, as a role is about to ask the model: the background writes go out now, while the run
-    waits for the LLM anyway (artoo.tasks.runtime.OrderedWrites)."""
+    waits for the LLM anyway (artoo.tasks.roles.runtime.OrderedWrites)."""
     rt = get_runtime(runtime_id)
     rt.writes.start()
     return rt
