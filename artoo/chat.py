@@ -13,6 +13,12 @@ Ctrl-C/Ctrl-D handling that a bare ``input()`` does not give.  While a task runs
 not active, so a Law-1 question is asked inline on the same terminal (the console gate reads
 the answer), and Ctrl-C interrupts the running task (its Prefect run ends cancelled) and returns
 to the prompt instead of leaving the REPL.
+
+Requests need an LLM endpoint like ``artoo run``; the slash commands (/audit, /memory, /log,
+/replay) need none.  So without one the REPL still starts (``chat``, the command): it says, once,
+what to set, and a request typed anyway gets that message instead of a run.  A broken settings
+file still refuses to start.  Only what the command needs is imported at the top, so
+``artoo --help`` pays nothing for the REPL.
 """
 
 from __future__ import annotations
@@ -22,12 +28,15 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
+import typer
 from rich.console import Console
-from rich.markdown import Markdown
 
-from artoo.config.errors import ArtooError
-from artoo.config.settings import Settings
+from artoo.config.errors import ArtooError, ConfigurationError
+
+if TYPE_CHECKING:
+    from artoo.config.settings import Settings
 
 PROMPT = "artoo> "
 HISTORY_FILE = "chat_history"
@@ -125,6 +134,8 @@ class Chat:
         """The Auditor's on-demand report, read from the local audit log, and how long it took."""
         started = time.perf_counter()
         text = audit_markdown(self.settings)
+        from rich.markdown import Markdown
+
         self.console.print(Markdown(text))
         self.console.print(f"(audit report in {time.perf_counter() - started:.2f} s)", markup=False)
 
@@ -198,3 +209,29 @@ def _reader(history: Path) -> Callable[[str], str]:
 
     session: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
     return session.prompt
+
+
+err = Console(stderr=True, highlight=False)
+
+
+def chat(
+    workspace: Annotated[Path | None, typer.Option(help="Where new files go (default ~/artoo_workspace).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also print Prefect's own log lines.")] = False,
+) -> None:
+    """The REPL: each line a request with session context; /audit, /memory, /log, /replay, /help, /exit."""
+    from artoo.config.settings import load_settings
+
+    try:
+        settings = load_settings()
+    except ArtooError as exc:
+        err.print(f"[bold red]artoo:[/] {exc}")
+        raise typer.Exit(2 if isinstance(exc, ConfigurationError) else 1) from None
+    try:
+        settings.require_tiers()
+        no_endpoint = None
+    except ConfigurationError as exc:
+        no_endpoint = str(exc)
+    from artoo.servers.embedded import start_early
+
+    start_early()  # Prefect's server boots while the person types the first line
+    raise typer.Exit(Chat(settings, workspace, verbose, no_endpoint=no_endpoint).loop())

@@ -17,7 +17,7 @@ PRELOAD = (
     "typer", "rich.console", "rich.table", "rich._emoji_codes", "fastapi", "starlette.applications",
     "anyio.streams.tls", "anyio._backends._asyncio", "httpcore2", "truststore", "opentelemetry.metrics", "pydoc",
     "encodings.idna", "artoo.config.settings", "artoo.memory.store",
-    "artoo.memory.potentials", "artoo.embedded_server", "artoo.lingering", "artoo.server_log", "artoo.quiet",
+    "artoo.memory.potentials", "artoo.servers.embedded", "artoo.servers.lingering", "artoo.servers.log", "artoo.quiet",
     "artoo.flows.task_flow", "artoo.flows.auditor", "artoo.tasks.bus.events", "artoo.tasks.roles.perceiver",
 )
 """What ``artoo run`` imports on its way to the first LLM call."""

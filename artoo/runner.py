@@ -1,7 +1,7 @@
 """``artoo run``: drive one ``artoo-task`` flow from the terminal and report honestly.
 
 The flow runs in this process: with ``PREFECT_API_URL`` set the run is recorded on that
-server, otherwise on artoo's embedded one (artoo.embedded_server).  Live progress
+server, otherwise on artoo's embedded one (artoo.servers.embedded).  Live progress
 comes from a read-only tap on the bus (rounds, subtask outcomes, the GGS's D, ∇L, Ω),
 printed to stderr with the logs, and a line for an LLM call that takes more than 2 s
 (artoo.inflight); stdout carries only the result (exactly one
@@ -74,12 +74,12 @@ def execute_flow(request: str, workspace: Path | None, verbose: bool = False) ->
 
 
 def _run_flow(request: str, workspace: Path | None, verbose: bool) -> dict:
-    from artoo.embedded_server import prefect_api
     from artoo.flows.auditor import PublishedTap
     from artoo.flows.task_flow import artoo_task
     from artoo.inflight import waiting_line
     from artoo.preload import preload
     from artoo.quiet import quiet_prefect
+    from artoo.servers.embedded import prefect_api
     from artoo.tasks.bus.events import add_tap, remove_tap
 
     preload()  # what the flow's first call would import, while the server may still be starting

@@ -89,8 +89,8 @@ class Cluster:
 
     def start(self, timeout_s: float = 90.0) -> Cluster:
         """Create the pool, deploy artoo-task to it, start the workers and wait until all poll."""
-        from artoo.cluster import deploy_to_pool, ensure_pool, worker_argv
         from artoo.config.settings import load_settings
+        from artoo.servers.cluster import deploy_to_pool, ensure_pool, worker_argv
 
         async def prepare() -> None:
             await ensure_pool(self.pool)

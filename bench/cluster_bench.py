@@ -2,7 +2,7 @@
 
     python -m artoo.bench.cluster_bench [--tasks-per-worker 4] [--latency 1.5] [--workers 1,2,3]
 
-One Postgres-backed ``prefect server start`` and one PostgreSQL memory (artoo.local_server),
+One Postgres-backed ``prefect server start`` and one PostgreSQL memory (artoo.servers.local),
 the scripted LLM at ``--latency`` seconds per call (six calls per accepted task: a 9 s LLM
 critical path at 1.5 s), and for each worker count a fresh pool of that many
 ``prefect worker start`` processes (bench.cluster), each running one flow at a time.  Per
@@ -102,7 +102,7 @@ def table(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Start the server and memory, measure each worker count, print the table."""
-    from artoo.local_server import Postgres, start_local
+    from artoo.servers.local import Postgres, start_local
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks-per-worker", type=int, default=4)

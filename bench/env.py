@@ -7,9 +7,9 @@ when Prefect is imported, so :func:`isolate` must run first (``artoo bench`` and
 ``python -m artoo.bench`` do that).
 
 The two modes are the two ways a user runs artoo: ``ephemeral`` (no ``PREFECT_API_URL``:
-artoo's embedded server — Prefect's SQLite server, started by ``artoo.embedded_server`` on the
+artoo's embedded server — Prefect's SQLite server, started by ``artoo.servers.embedded`` on the
 first run in this process, exactly as ``artoo run`` starts it) and ``local``
-(``artoo.local_server.start_local``: ``prefect server start`` over a private PostgreSQL,
+(``artoo.servers.local.start_local``: ``prefect server start`` over a private PostgreSQL,
 or a server the caller already runs, passed as ``api_url``).  Switching is a Prefect
 settings context made process-wide, as Prefect's own test harness does, so the threads
 Prefect starts see the same API.
@@ -85,7 +85,7 @@ class Servers:
         if self.api_url:
             self.backend = self.backend or "given"
             return self.api_url
-        from artoo.local_server import start_local
+        from artoo.servers.local import start_local
 
         where = self.root / "local-server"
         where.mkdir(parents=True, exist_ok=True)
@@ -123,9 +123,9 @@ def stop_ephemeral() -> None:
         with contextlib.suppress(Exception):
             worker.drain_all(timeout=10)
     stop_prefect_ephemeral_server()
-    from artoo import lingering
     from artoo.config.settings import load_settings
-    from artoo.embedded_server import stop_shared
+    from artoo.servers import lingering
+    from artoo.servers.embedded import stop_shared
 
     stop_shared()
     with contextlib.suppress(Exception):
@@ -151,7 +151,7 @@ def prefect_mode(api_url: str | None) -> Iterator[None]:
             if api_url:
                 yield
             else:  # the server `artoo run` uses when no API is configured
-                from artoo.embedded_server import prefect_api
+                from artoo.servers.embedded import prefect_api
 
                 with prefect_api():
                     yield

@@ -150,7 +150,7 @@ def side_by_side(root, ducklake_python: str | None = None) -> list[dict]:
 
     import psycopg
 
-    from artoo.local_server import Postgres
+    from artoo.servers.local import Postgres
 
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)

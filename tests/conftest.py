@@ -31,14 +31,14 @@ def prefect_api() -> Iterator[str]:
     """A real Prefect server for the whole session: ``prefect server start`` over a private PostgreSQL.
 
     Postgres, because Prefect's SQLite backend serialises concurrent subflow starts with
-    multi-second lock back-offs (see artoo/local_server.py).  Without PostgreSQL binaries
+    multi-second lock back-offs (see artoo/servers/local.py).  Without PostgreSQL binaries
     the session falls back to Prefect's SQLite test harness.
     """
     import tempfile
 
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from artoo.local_server import postgres_bin, start_local
+    from artoo.servers.local import postgres_bin, start_local
 
     if postgres_bin() is None:
         from prefect.testing.utilities import prefect_test_harness
@@ -66,13 +66,13 @@ def prefect_api() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[str]:
-    """A private PostgreSQL cluster for the session (artoo.local_server.Postgres): its libpq base URL.
+    """A private PostgreSQL cluster for the session (artoo.servers.local.Postgres): its libpq base URL.
 
     The shared-memory backend's tests create one database per test in it (``memory_pg_url``).
     """
     import tempfile
 
-    from artoo.local_server import Postgres, postgres_bin
+    from artoo.servers.local import Postgres, postgres_bin
 
     if postgres_bin() is None:
         pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")

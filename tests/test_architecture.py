@@ -22,13 +22,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 MAPPING: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
 LAYERS = [("artoo.config", 0), ("artoo.memory", 1), ("artoo.tasks", 2), ("artoo.flows", 3),
-          ("artoo.runner", 4), ("artoo.embedded_server", 4), ("artoo.local_server", 4), ("artoo.demo", 4),
-          ("artoo.lingering", 4), ("artoo.server_app", 4), ("artoo.server_log", 4), ("artoo.server_process", 4),
-          ("artoo.timeline", 4), ("artoo.quiet", 4), ("artoo.chat", 4),
-          ("artoo.prefect_sources", 4), ("artoo.preload", 4), ("artoo.inflight", 4),
-          ("artoo.bench", 5), ("artoo.eval", 5), ("artoo.cli", 6), ("artoo.cli_memory", 6), ("artoo.cli_observe", 6),
-          ("artoo.cli_chat", 6), ("artoo.cli_eval", 6), ("artoo.cli_config", 6),
-          ("artoo.cluster", 4), ("artoo.cli_cluster", 6), ("artoo.fast_exit", 6)]
+          ("artoo.servers", 4), ("artoo.runner", 4), ("artoo.demo", 4), ("artoo.chat", 4), ("artoo.timeline", 4),
+          ("artoo.quiet", 4), ("artoo.preload", 4), ("artoo.inflight", 4),
+          ("artoo.bench", 5), ("artoo.eval", 5), ("artoo.cli", 6)]
 ROLES = {"perceiver", "planner", "executor", "agent_validator", "meta_validator"}
 PREFECT_EDGE = {"artoo.config.compat", "artoo.tasks.roles.task", "artoo.tasks.ggs.task", "artoo.tasks.bus.events",
                 "artoo.tasks.tools.box"}
@@ -158,7 +154,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_circle_even_inside_a_layer():
     """#27: the layer rule cannot see two modules of one layer importing each other (lazily, even):
-    ``embedded_server`` ↔ ``lingering`` did, until their shared app moved to ``artoo.server_app``."""
+    ``embedded_server`` ↔ ``lingering`` did, until their shared app moved to ``artoo.servers.app``."""
     assert circles(import_graph()) == []
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from artoo.config.compat import immediate_begin as immediate
-from artoo.server_app import RetryAfter503, retry_after
+from artoo.servers.app import RetryAfter503, retry_after
 from tests.processes import alive
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,7 +136,7 @@ def test_prefects_deferred_sqlite_writes_collide_and_immediate_ones_queue(tmp_pa
 
 PARENT = """
 import os, sys
-from artoo.embedded_server import EmbeddedServer
+from artoo.servers.embedded import EmbeddedServer
 server = EmbeddedServer().launch()
 server.wait_ready(120)
 print(server.process.pid, server.api_url, flush=True)
@@ -166,7 +166,7 @@ def test_the_embedded_server_answers_and_dies_with_a_killed_parent(tmp_path):
 
 def test_a_server_that_cannot_start_is_a_clear_environmental_failure_and_is_stopped(tmp_path, monkeypatch):
     from artoo.config.errors import EnvironmentalFailure
-    from artoo.embedded_server import EmbeddedServer
+    from artoo.servers.embedded import EmbeddedServer
 
     (tmp_path / "prefect.db").write_bytes(b"not a database")  # Prefect cannot migrate it: start-up fails
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
@@ -185,8 +185,8 @@ def test_a_server_that_cannot_start_is_a_clear_environmental_failure_and_is_stop
 def test_a_port_taken_under_the_server_is_a_relaunch_on_another_port(tmp_path, monkeypatch):
     import socket
 
-    from artoo.embedded_server import EmbeddedServer
-    from artoo.server_process import port_taken
+    from artoo.servers.embedded import EmbeddedServer
+    from artoo.servers.process import port_taken
 
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
     with socket.socket() as taken:
@@ -205,7 +205,7 @@ def test_a_port_taken_under_the_server_is_a_relaunch_on_another_port(tmp_path, m
 
 def test_server_embedded_prefect_leaves_the_server_to_prefect(monkeypatch, tmp_path):
     # in a fresh interpreter: this session's Prefect settings already name the test server's API
-    probe = ("import artoo.embedded_server as e\n"
+    probe = ("import artoo.servers.embedded as e\n"
              "with e.prefect_api() as url: print(repr(url), e._SHARED is None, e._EARLY is None)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(ARTOO_HOME=str(tmp_path), PREFECT_HOME=str(tmp_path / "prefect"), ARTOO_SERVER__EMBEDDED="prefect")

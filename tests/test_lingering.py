@@ -19,8 +19,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from artoo.lingering import live_record
 from artoo.memory.store import MemoryStore
+from artoo.servers.lingering import live_record
 from tests.processes import alive
 from tests.scenario_kit import agent, done, plan, scenario, spec, subtask, task_verdict, verdict
 
@@ -144,7 +144,7 @@ def test_idle_when_unused_and_when_the_home_is_gone(tmp_path: Path, delete_home,
     import fcntl
     import shutil
 
-    from artoo.lingering import Activity, Paths, idle
+    from artoo.servers.lingering import Activity, Paths, idle
 
     users = Paths.of(tmp_path / "home").users
     fd = os.open(users, os.O_RDWR | os.O_CREAT)
@@ -164,7 +164,7 @@ def test_a_starting_server_is_waited_for_not_mistaken_for_the_dead_ones_record(t
     import fcntl
 
     from artoo.config.errors import EnvironmentalFailure
-    from artoo.lingering import Paths, _wait_for_record
+    from artoo.servers.lingering import Paths, _wait_for_record
 
     paths = Paths.of(tmp_path / "home")
     paths.root.mkdir(parents=True, exist_ok=True)
@@ -190,7 +190,7 @@ def test_a_claim_waits_out_a_commands_brief_shared_probe_but_not_a_running_serve
     import fcntl
     import threading
 
-    from artoo.lingering import Paths, claim
+    from artoo.servers.lingering import Paths, claim
 
     home = tmp_path / "home"
     paths = Paths.of(home)

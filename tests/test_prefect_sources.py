@@ -1,4 +1,4 @@
-"""artoo.prefect_sources: a cold command starts its server before importing Prefect only when surely allowed."""
+"""artoo.servers.prefect_sources: a cold command starts its server before importing Prefect only when surely allowed."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from artoo.prefect_sources import profiles_path, startup_timeout_s, surely_unconfigured
+from artoo.servers.prefect_sources import profiles_path, startup_timeout_s, surely_unconfigured
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -3,7 +3,7 @@
 Issue #19: with SQLAlchemy 2.1 Prefect 3.8.8's scheduler service failed on every loop, so no
 scheduled run was ever created, and every other test triggers deployment runs by hand, so
 none of them noticed.  Here a real ``prefect server start`` over PostgreSQL
-(artoo.local_server, as ``artoo server`` starts it) gets ``artoo serve`` with both periods at
+(artoo.servers.local, as ``artoo server`` starts it) gets ``artoo serve`` with both periods at
 20 s, and each test waits for a run *the scheduler* made (``auto_scheduled``, created by the
 schedule, with the scheduler's idempotency key; prefect/server/models/deployments.py) to
 complete within two periods.  The last test reads the server's own log: no background
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from artoo.local_server import postgres_bin
-from artoo.server_log import service_errors
+from artoo.servers.local import postgres_bin
+from artoo.servers.log import service_errors
 from tests.e2e.helpers import api, artoo, child_env, stop, wait_for
 
 PERIOD_S = 20
@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.slow,
 @pytest.fixture(scope="module")
 def served() -> Iterator[dict]:
     """A server of its own (the Auditor reads every artoo.* event on it) and ``artoo serve`` with 20 s periods."""
-    from artoo.local_server import start_local
+    from artoo.servers.local import start_local
 
     root = Path(tempfile.mkdtemp(prefix="artoo-schedules-"))
     root.chmod(0o755)  # the postgres user must reach its data directory
@@ -115,8 +115,8 @@ def logged(server) -> list:
 
 
 def test_artoo_server_says_a_failing_service_in_one_line_pointing_at_the_full_log(tmp_path: Path):
-    from artoo.local_server import Postgres
-    from artoo.server_process import free_port
+    from artoo.servers.local import Postgres
+    from artoo.servers.process import free_port
 
     home = Path(tempfile.mkdtemp(prefix="artoo-server-home-"))
     home.chmod(0o755)  # as root, PostgreSQL runs as the postgres user, who must reach ARTOO_HOME

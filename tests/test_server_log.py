@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from artoo.server_log import ServerLogWatcher, ServiceError, error_line, service_errors
+from artoo.servers.log import ServerLogWatcher, ServiceError, error_line, service_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,7 +101,7 @@ while time.monotonic() < deadline and (not log.exists() or log.read_text().count
 """
 ONE_SHOT = """
 import runpy, sys
-from artoo.embedded_server import EmbeddedServer
+from artoo.servers.embedded import EmbeddedServer
 server = EmbeddedServer().launch()
 server.wait_ready(120)
 runpy.run_path(sys.argv[2])
@@ -109,7 +109,7 @@ server.stop()
 """
 LINGERING = """
 import runpy, sys
-from artoo.embedded_server import prefect_api
+from artoo.servers.embedded import prefect_api
 with prefect_api():  # this home's lingering server, started for this command
     runpy.run_path(sys.argv[2])
 """
@@ -121,7 +121,7 @@ FAILING_VACUUM = {"PREFECT_SERVER_EVENTS_RETENTION_PERIOD": "P10000000D",
 @pytest.mark.parametrize(("script", "log"), [(ONE_SHOT, "prefect/embedded-server.log"),
                                              (LINGERING, "home/server/current/server.log")])
 def test_the_embedded_server_says_a_failing_service_in_one_line_on_stderr(tmp_path, script, log):
-    from artoo import lingering
+    from artoo.servers import lingering
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(PREFECT_HOME=str(tmp_path / "prefect"), ARTOO_HOME=str(tmp_path / "home"), PYTHONPATH=str(ROOT),

@@ -121,6 +121,6 @@ def _end_servers_of(venv: Path) -> None:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv[0].decode(errors="replace").startswith(str(venv)) and b"artoo.lingering" in argv:
+        if argv[0].decode(errors="replace").startswith(str(venv)) and b"artoo.servers.lingering" in argv:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(proc.name), signal.SIGTERM)

@@ -66,7 +66,7 @@ def run_eval(options: EvalOptions) -> dict:
     """Run the ``artoo-eval`` flow in this process (on PREFECT_API_URL or the embedded server)."""
     import asyncio
 
-    from artoo.embedded_server import prefect_api
+    from artoo.servers.embedded import prefect_api
 
     global _progress
     if options.brain not in ("simulated", "endpoint"):

@@ -20,8 +20,8 @@ FLUSH_ENV = "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL"
 
 @pytest.fixture(scope="session")
 def e2e_server() -> Iterator:
-    """``prefect server start`` on a free loopback port over a private PostgreSQL (artoo.local_server)."""
-    from artoo.local_server import start_local
+    """``prefect server start`` on a free loopback port over a private PostgreSQL (artoo.servers.local)."""
+    from artoo.servers.local import start_local
 
     root = Path(tempfile.mkdtemp(prefix="artoo-e2e-server-"))
     root.chmod(0o755)  # the postgres user must reach its data directory

@@ -135,8 +135,8 @@ def test_prefect_deploy_all_with_a_process_pool_and_a_worker_runs_the_dreamer(e2
 
 @pytest.mark.e2e
 def test_artoo_server_serves_api_and_ui_then_stops_prefect_and_postgres_on_sigterm(tmp_path: Path):
-    from artoo.local_server import Postgres
-    from artoo.server_process import free_port
+    from artoo.servers.local import Postgres
+    from artoo.servers.process import free_port
 
     home = Path(tempfile.mkdtemp(prefix="artoo-server-home-"))
     home.chmod(0o755)  # as root, PostgreSQL runs as the postgres user, who must reach ARTOO_HOME

@@ -1,7 +1,7 @@
 """A Prefect server process on loopback, as every server artoo starts needs it: a port, a health probe.
 
-Why one module: the one-shot embedded server (artoo.embedded_server), the home's lingering server
-(artoo.lingering) and ``artoo server`` (artoo.local_server) each picked a port and polled ``/health``
+Why one module: the one-shot embedded server (artoo.servers.embedded), the home's lingering server
+(artoo.servers.lingering) and ``artoo server`` (artoo.servers.local) each picked a port and polled ``/health``
 in their own words.  Standard library only.
 """
 

@@ -1,7 +1,7 @@
 """``artoo worker`` and ``artoo audit verify --home …``: running artoo as a team's cluster.
 
 ``artoo worker`` prepares the server (the ``artoo`` process pool, the deployments, the
-Dreamer's cluster-wide concurrency limit; see artoo.cluster) and then becomes a Prefect
+Dreamer's cluster-wide concurrency limit; see artoo.servers.cluster) and then becomes a Prefect
 process worker of the pool, so N machines each run ``artoo worker`` against one server.
 Verifying several homes checks each worker's audit chain and that they agree (tasks.audit.across).
 """
@@ -31,8 +31,8 @@ def worker(
     limit: Annotated[int | None, typer.Option(help="At most this many runs at once on this worker.")] = None,
 ) -> None:
     """Run this machine as an artoo worker: take artoo-task runs from the pool of PREFECT_API_URL."""
-    from artoo.cluster import memory_problem, prepare, require_api, worker_argv
     from artoo.config.settings import load_settings
+    from artoo.servers.cluster import memory_problem, prepare, require_api, worker_argv
 
     try:
         api = require_api()

@@ -17,15 +17,15 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from artoo.cli_chat import chat as chat_command
-from artoo.cli_cluster import verify_homes
-from artoo.cli_cluster import worker as worker_command
-from artoo.cli_config import config as config_command
-from artoo.cli_eval import eval_app
-from artoo.cli_memory import dream as dream_command
-from artoo.cli_memory import memory_app
-from artoo.cli_observe import log as log_command
-from artoo.cli_observe import replay as replay_command
+from artoo.chat import chat as chat_command
+from artoo.cli.cluster import verify_homes
+from artoo.cli.cluster import worker as worker_command
+from artoo.cli.config import config as config_command
+from artoo.cli.eval import eval_app
+from artoo.cli.memory import dream as dream_command
+from artoo.cli.memory import memory_app
+from artoo.cli.observe import log as log_command
+from artoo.cli.observe import replay as replay_command
 from artoo.config.errors import ArtooError, ConfigurationError, EnvironmentalFailure
 
 app = typer.Typer(help="artoo: a self-correcting task agent for your machine, on Prefect.", no_args_is_help=True)
@@ -85,7 +85,7 @@ def run(
             err.print(NO_ENDPOINT, highlight=False)
             raise typer.Exit(2) from None
         fail(exc)
-    from artoo.embedded_server import start_early
+    from artoo.servers.embedded import start_early
 
     start_early()  # Prefect's server boots in its own process while the flows import
     from artoo.runner import run_request
@@ -106,7 +106,7 @@ def demo(
     verbose: VerboseOpt = False,
 ) -> None:
     """Run a real artoo-task flow against a built-in scripted brain (no endpoint needed)."""
-    from artoo.embedded_server import start_early
+    from artoo.servers.embedded import start_early
 
     start_early()
     from artoo.demo import run_demo
@@ -165,7 +165,7 @@ def server(
     claim = _claim_home(prefect.api_url)  # held until exit: commands of this home use this server untold
     err.print(f"artoo server: running over {'PostgreSQL' if database else 'SQLite'}, home {prefect.home} "
               "(Ctrl-C or SIGTERM stops it)", highlight=False)
-    from artoo.server_log import ServerLogWatcher
+    from artoo.servers.log import ServerLogWatcher
 
     # each failure of a background service (scheduler, late runs…) in one line, pointing at the full log
     watcher = ServerLogWatcher(prefect.log_path, lambda line: err.print(line, highlight=False, soft_wrap=True),
@@ -195,8 +195,8 @@ def _interrupt(_signum: int, _frame: object = None) -> None:
 
 def _claim_home(api_url: str) -> int | None:
     """Make this server the one ARTOO_HOME's commands use (a lingering embedded one is stopped first)."""
-    from artoo import lingering
     from artoo.config.settings import load_settings
+    from artoo.servers import lingering
 
     home = load_settings().home_dir
     try:
@@ -211,8 +211,8 @@ def _claim_home(api_url: str) -> int | None:
 def stop(force: Annotated[bool, typer.Option("--force", help="Stop it even while a command uses it "
                                              "(that command fails).")] = False) -> None:
     """Stop this home's lingering embedded Prefect server (the next command starts a fresh one)."""
-    from artoo import lingering
     from artoo.config.settings import load_settings
+    from artoo.servers import lingering
 
     try:
         stopped = lingering.stop(load_settings().home_dir, force=force)
@@ -227,8 +227,8 @@ def _start_server(root: Path, port: int):
 
     Interrupted or failed half-way, it stops what it had started before re-raising.
     """
-    from artoo.local_server import Postgres, PrefectServer, postgres_bin
-    from artoo.server_process import port_taken
+    from artoo.servers.local import Postgres, PrefectServer, postgres_bin
+    from artoo.servers.process import port_taken
 
     if port_taken(port):
         raise ConfigurationError(f"port {port} on 127.0.0.1 is already in use (another Prefect server?): "
@@ -365,8 +365,8 @@ def policy_check(
 
 def main() -> None:
     """Console-script entry point: every command runs in this process, with the caller's limits
-    (cgroup, nice level, ulimits, job control); it leaves without finalising the interpreter (artoo.fast_exit)."""
-    from artoo.fast_exit import run as run_fast
+    (cgroup, nice level, ulimits, job control); it leaves without finalising the interpreter (artoo.cli.fast_exit)."""
+    from artoo.cli.fast_exit import run as run_fast
 
     run_fast(_main)
 

@@ -6,7 +6,7 @@ subflows starting at once) with ``503 database is locked``, and the client backs
 one-second subflows took 3.6–8 s on SQLite and 1.6 s on Postgres.  The cluster lives in
 a directory of ours, listens on 127.0.0.1 only, trusts local connections, and is
 stopped with the server.  When no PostgreSQL binaries exist, the server falls back to
-SQLite and says so.  ``artoo server`` watches the server's own log (artoo.server_log).
+SQLite and says so.  ``artoo server`` watches the server's own log (artoo.servers.log).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from artoo.config.errors import ConfigurationError
-from artoo.server_process import api_url, free_port, healthy
+from artoo.servers.process import api_url, free_port, healthy
 
 SCHEDULER_DEFAULTS = {
     "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "60",

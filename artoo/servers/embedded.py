@@ -41,10 +41,10 @@ from typing import Any
 
 from artoo.config.compat import note_prefect_version
 from artoo.config.errors import EnvironmentalFailure
-from artoo.prefect_sources import startup_timeout_s, surely_unconfigured
-from artoo.server_app import server_env
-from artoo.server_log import ServerLogWatcher, last_error
-from artoo.server_process import api_url, free_port, healthy, port_taken
+from artoo.servers.app import server_env
+from artoo.servers.log import ServerLogWatcher, last_error
+from artoo.servers.prefect_sources import startup_timeout_s, surely_unconfigured
+from artoo.servers.process import api_url, free_port, healthy, port_taken
 
 CLIENT_MAX_RETRIES = 10
 PORT_TAKEN_EXIT = 3
@@ -71,7 +71,7 @@ class EmbeddedServer:
         self.log_start = 0
         self.log: Any = None
         self.watcher: Any = None
-        """Says each failure the server logs in one line on stderr (artoo.server_log.ServerLogWatcher)."""
+        """Says each failure the server logs in one line on stderr (artoo.servers.log.ServerLogWatcher)."""
 
     @property
     def api_url(self) -> str:
@@ -84,7 +84,7 @@ class EmbeddedServer:
         self.port = port or free_port()
         self.launches += 1
         self._watch_log()
-        command = [sys.executable, "-m", "uvicorn", "--factory", "artoo.server_app:create_app", "--host", "127.0.0.1",
+        command = [sys.executable, "-m", "uvicorn", "--factory", "artoo.servers.app:create_app", "--host", "127.0.0.1",
                    "--port", str(self.port), "--log-level", "error", "--lifespan", "on"]
         # its output goes to its log; each service failure is said on our stderr in one line (`artoo run --json`
         # prints exactly one JSON object on stdout)
@@ -166,7 +166,7 @@ def start_early() -> None:
 
     With ``server.linger_s`` > 0 (the default) that is this home's lingering server, looked up or
     started in a thread while the caller imports its flows; with 0, a one-shot server of this process.
-    When Prefect is surely unconfigured (artoo.prefect_sources) the lookup starts before Prefect's
+    When Prefect is surely unconfigured (artoo.servers.prefect_sources) the lookup starts before Prefect's
     settings are imported (0.5–0.8 s sooner on a cold command); otherwise Prefect is asked first.
     """
     global _SHARED, _EARLY
@@ -198,7 +198,7 @@ class _Lookup(threading.Thread):
         self.start()
 
     def run(self) -> None:
-        from artoo import lingering
+        from artoo.servers import lingering
 
         try:
             lingering.attach(self.home)
@@ -257,7 +257,7 @@ def prefect_api() -> Iterator[str]:
     start_early()
     watcher = None
     if _EARLY is not None:
-        from artoo.lingering import Paths
+        from artoo.servers.lingering import Paths
 
         url = _EARLY.result()
         # the lingering server's failures while this command uses it: one line each on stderr

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from artoo.config.errors import EnvironmentalFailure
-from artoo.server_app import server_env
-from artoo.server_process import api_url, free_port, healthy
+from artoo.servers.app import server_env
+from artoo.servers.process import api_url, free_port, healthy
 
 IDLE_POLL_S = 1.0
 
@@ -165,10 +165,10 @@ def _held(path: Path, mode: int) -> Iterator[None]:
 
 
 def _spawn(paths: Paths, linger_s: float) -> subprocess.Popen:
-    """Start ``python -m artoo.lingering`` in its own session, its output appended to server.log."""
+    """Start ``python -m artoo.servers.lingering`` in its own session, its output appended to server.log."""
     with paths.log.open("ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "artoo.lingering", str(paths.root.parents[1]), str(linger_s)],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+        argv = [sys.executable, "-m", "artoo.servers.lingering", str(paths.root.parents[1]), str(linger_s)]
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                                 env=server_env(parent=None))  # it outlives its starter by design
 
 
@@ -266,7 +266,7 @@ def serve(home: Path, linger_s: float) -> int:
     """The server process: claim the home, serve until idle for ``linger_s`` or SIGTERM."""
     import uvicorn
 
-    from artoo.server_app import create_app
+    from artoo.servers.app import create_app
 
     paths = Paths.of(home)
     port = free_port()
@@ -293,5 +293,5 @@ def serve(home: Path, linger_s: float) -> int:
     return 0
 
 
-if __name__ == "__main__":  # python -m artoo.lingering HOME LINGER_S (started by ensure)
+if __name__ == "__main__":  # python -m artoo.servers.lingering HOME LINGER_S (started by ensure)
     sys.exit(serve(Path(sys.argv[1]), float(sys.argv[2])))
