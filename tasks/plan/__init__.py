@@ -3,3 +3,10 @@
 ``rules`` is R2's plan validator (the MUST NOT set, the structural rules, the size cap) and the
 dispatcher that turns a plan into SubTasks with ids made by code and ordered groups.  Pure.
 """
+
+from artoo import exports
+
+__all__, __getattr__ = exports(__name__, {
+    "rules": ("validate_plan", "normalise_sequences", "drop_blocked_tools", "place_task_criteria", "cap_plan",
+        "dispatch", "group_context", "MAX_SUBTASKS"),
+})
