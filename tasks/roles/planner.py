@@ -33,13 +33,17 @@ does it, so the plan is one subtask:
 {"task_criteria": [{"criterion": "big.txt holds the name of the largest .log file", "mode": "verifiable"}],
  "subtasks": [{"sequence": 1,
    "intent": "Find the largest .log file in the working folder and write its name to big.txt",
-   "context": "The .log files are in the working folder; e.g. ls -S *.log | head -n 1 > big.txt",
+   "context": "The .log files are in the working folder; big.txt is new, in the same folder",
    "success_criteria": [{"criterion": "big.txt exists and holds one .log file name", "mode": "verifiable"}],
    "tools": ["shell"]}]}"""
 """A worked plan.  Why: Qwen2.5-Coder-1.5B split "count the lines … and write the totals to totals.md" into
 "find and count" and "write totals.md" (#25, runs t7 and t8); the first step's executor answered with a
 description instead of the counts and the second had nothing to write.  One small example of a
-one-subtask plan that writes its file is what a small model copies best; it is another task on purpose."""
+one-subtask plan that writes its file is what a small model copies best; it is another task on purpose.
+Its context names no command: with one (``ls -S *.log | head -n 1 > big.txt``) the model put a command of
+its own in every context, and its commands were wrong (t10: an ``awk`` sum over ``wc -l``'s output that
+counted the "total" line again; t11: ``find … | wc -l``, which counts files, not lines) while the
+executor's own were right."""
 
 ROLE = f"""Role R2, Planner. Turn the task into a plan for executor agents.
 {TOOLS}
