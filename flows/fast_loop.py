@@ -19,7 +19,7 @@ from artoo.tasks.roles import agent_validator as r4a
 from artoo.tasks.roles.runtime import get_runtime
 from artoo.tasks.roles.task import execute_task, validate_task
 from artoo.tasks.tools import Blocks, ToolBox
-from artoo.tasks.tools.found import named_files_now
+from artoo.tasks.tools.found import absent_names, named_files_now
 
 
 def subtask_run_name(round_no: int, index: int, intent: str) -> str:
@@ -56,18 +56,21 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
             reason = "; ".join(f"[LAW1] denied: {d.command} ({d.reason})" for d in denials)
             rt.law1_events.extend(f"denied: {d.command}" for d in denials)
             return _finish(rt, subtask, result, trajectory, attempt, reason, "environmental", logger, kind="denied")
+        names = r4a.named_files(subtask)
+        found = named_files_now(names, rt.workspace) if rt.workspace else []
         try:
-            answer = await validate_task(runtime_id, subtask, result, attempt)
+            answer = await validate_task(runtime_id, subtask, result, attempt, found)
         except RunFailure as exc:
             return _finish(rt, subtask, result, trajectory, attempt, f"validator: {exc}", exc.failure_class, logger)
-        found = named_files_now(r4a.named_files(subtask), rt.workspace) if rt.workspace else []
-        verdicts, ungrounded = r4a.grounded(r4a.verdicts_for(subtask, answer), result, found)
+        absent = absent_names(names, rt.workspace) if rt.workspace else []
+        verdicts, ungrounded = r4a.grounded(r4a.verdicts_for(subtask, answer), result, found, absent=absent,
+                                            subject=r4a.subject_files(subtask))
         if ungrounded:
             if rt.decisions is not None:  # the code's overrule of R4a, beside R4a's own answer
                 rt.decisions.write("grounded", subtask_id=subtask.subtask_id, attempt=attempt, verdicts=[
                     v.model_dump(mode="json") for v in verdicts if v.criterion in ungrounded])
-            logger.warning("R4a passed %s on the executor's word alone (no tool call, or its own claim quoted): "
-                           "failed by code (Law 0)", "; ".join(ungrounded))
+            logger.warning("R4a passed %s on the executor's word alone (no tool call, its own claim quoted, "
+                           "or no such file): failed by code (Law 0)", "; ".join(ungrounded))
         trajectory.append(r4a.gap_point(attempt, verdicts))
         if result.status == "failed":  # R4a classified the evidence; a failed executor is never retried
             failure_class = trajectory[-1].failure_class or "logical"

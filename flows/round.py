@@ -40,6 +40,7 @@ from artoo.tasks.roles import executor, planner
 from artoo.tasks.roles import meta_validator as r4b
 from artoo.tasks.roles.runtime import Runtime, get_runtime
 from artoo.tasks.roles.task import meta_validate_task, plan_task, publish_r4b
+from artoo.tasks.tools.found import absent_names, named_files_now
 from artoo.tasks.tools.specs import specs_for
 
 
@@ -152,9 +153,13 @@ async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | Rep
     merged = r4b.merge_outputs(outcomes, kept)
     verdicts, summary = None, ""
     if r4b.needs_llm(outcomes):  # this round's outcomes only: kept results never make a failed round matched
+        names = r4b.named_files(manifest)
+        found = named_files_now(names, rt.workspace) if rt.workspace else []
         try:
-            answer = await meta_validate_task(runtime_id, manifest, outcomes, merged, kept)
+            answer = await meta_validate_task(runtime_id, manifest, outcomes, merged, kept, found)
             verdicts, summary = r4b.task_verdicts(manifest, answer), answer.summary
+            absent = absent_names(names, rt.workspace) if rt.workspace else []
+            verdicts = _grounded(rt, round_no, r4b.grounded(verdicts, outcomes, kept, found, absent))
         except RunFailure as exc:  # no verdict is not an accept: every task criterion fails with the cause
             logger.error("R4b could not judge the task criteria: %s", exc)
             verdicts = r4b.unjudged(manifest, str(exc), exc.failure_class)
@@ -164,6 +169,19 @@ async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | Rep
     message = r4b.decide(spec.task_id, manifest, outcomes, merged, verdicts, summary)
     publish_r4b(runtime_id, message)
     return message
+
+
+def _grounded(rt: Runtime, round_no: int, checked: tuple[list, list[str]]) -> list:
+    """R4b's verdicts after code's grounding; a pass code turned is logged and kept in the decision log
+    beside R4b's own answer (``artoo log`` shows it where that answer is)."""
+    verdicts, turned = checked
+    if turned:
+        if rt.decisions is not None:
+            rt.decisions.write("grounded", role="R4b", round=round_no, verdicts=[
+                v.model_dump(mode="json") for v in verdicts if v.criterion in turned])
+        get_run_logger().warning("R4b passed %s on a claim alone (no tool call, a step's own words, or no such "
+                                 "file): failed by code (Law 0)", "; ".join(turned))
+    return verdicts
 
 
 def _announce(rt: Runtime, spec: TaskSpec, inputs: RoundInputs, round_no: int = 1) -> None:

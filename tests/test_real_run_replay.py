@@ -57,3 +57,35 @@ def test_run_t10_replayed_ends_as_it_did_with_every_tool_run_for_real(scripted, 
     assert "R4a's pass failed by code (Law 0, attempt 1): totals.md exists and holds" in shown
     calls = [r for r in records if r["kind"] == "llm" and r["ok"]]
     assert not any(r.get("repairs") for r in calls)  # real answers under the schemas: no repair
+
+
+T14 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-8.jsonl"
+
+
+@pytest.mark.usefixtures("prefect_api")
+def test_run_t14_replayed_no_longer_accepts_a_file_never_written(scripted, artoo_env):
+    """Run t14 exited 0 with no totals.md: step 2 ("sum the lines and write the total to totals.md") called
+    ``glob`` only and said "the total number of lines is calculated correctly"; R4a passed its criterion,
+    which names no file, quoting that sentence, and R4b passed "totals.md holds …" quoting it again.
+    Replayed, R4a's pass is failed by code (the step's intent names totals.md, the evidence is the claim),
+    so the run can no longer accept; R4b's half of the fix is tested on its real answer in
+    test_roles_meta_validator (this replay never reaches it)."""
+    from artoo.config.settings import load_settings
+    from artoo.tasks.decisions.log import load_run
+
+    folder = artoo_env / "workspace"
+    folder.mkdir()
+    for name, text in {"a.txt": "alpha\nbeta\ngamma\n", "b.txt": "1\n2\n3\n4\n5\n", "c.txt": "one\n"}.items():
+        (folder / name).write_text(text)
+    server = scripted(scenario_from_transcript(T14).model_dump())
+    code, out, _ = run_cli("run", "--json", REQUEST)
+    assert code != 0 and final_from(out)["directive"] != "accept"  # t14 exited 0 here
+    assert not (folder / "totals.md").exists()
+    real = [e["schema"] for e in server.requests if e["status"] == 200]
+    assert real[:8] == ["TaskSpec", "Plan", "tools", "tools", "AgentVerdict", "tools", "tools", "AgentVerdict"]
+    _, records = load_run(load_settings().home_dir)
+    (overrule,) = [r for r in records if r["kind"] == "grounded"]
+    (caught,) = overrule["verdicts"]
+    assert (overrule["attempt"], caught["criterion"]) == (1, "The total number of lines is calculated correctly")
+    assert caught["evidence"].startswith("the evidence is the executor's own claim")
+    assert "R4a's pass failed by code (Law 0, attempt 1): The total number" in "\n".join(render(records))

@@ -16,6 +16,7 @@ from artoo.tasks.roles.agent_validator import (
     immediate_failure,
     judge,
     outcome,
+    subject_files,
     verdicts_for,
 )
 from artoo.tasks.roles.prompting import FENCE_OPEN
@@ -197,3 +198,31 @@ def test_grounded(criterion, verdict, calls, evidence, found, expected, why):
     assert out[0].verdict == expected and (turned == [criterion]) == (verdict != expected)
     if why is not None:
         assert out[0].failure_class == "logical" and out[0].evidence.startswith(why)
+
+
+# Run t14, step 2: its criterion names no file, its intent writes totals.md; R3 called glob only and said so.
+T14_STEP = SubTask(subtask_id="s2", parent_task_id="count", intent="Sum the lines of all .txt files and write the "
+                   "total to totals.md", success_criteria=[Criterion(
+                       criterion="The total number of lines is calculated correctly", mode="plausible")])
+T14_RESULT = ExecutionResult(subtask_id="s2", status="completed", tool_calls=["glob: *.txt → a.txt\nb.txt\nc.txt"],
+                             output="The total number of lines is calculated correctly.")
+
+
+@pytest.mark.parametrize("evidence, absent, expected", [
+    ("The total number of lines is calculated correctly.", [], "the evidence is the executor's own claim"),
+    ("glob: *.txt → a.txt b.txt c.txt", [], None),  # a tool's words: the judge's call stands
+])
+def test_grounded_on_the_intents_file_when_the_criterion_names_none(evidence, absent, expected):
+    answer = agent(VerdictAnswer(criterion="1", evidence=evidence, verdict="pass", failure_class=None))
+    assert subject_files(T14_STEP) == ["totals.md"]
+    out, turned = grounded(verdicts_for(T14_STEP, answer), T14_RESULT, [], absent=absent,
+                           subject=subject_files(T14_STEP))
+    assert (out[0].verdict == "fail") is (expected is not None) and bool(turned) is (expected is not None)
+    assert expected is None or out[0].evidence.startswith(expected)
+
+
+def test_a_pass_on_a_file_code_found_absent_fails():
+    result = RESULT.model_copy(update={"tool_calls": ["shell: echo done → done"]})
+    out, turned = grounded([cv("out.txt lists 3 names", "pass", evidence="done")], result,
+                           ["out.txt: does not exist in /w"], absent=["out.txt"])
+    assert turned == ["out.txt lists 3 names"] and out[0].evidence.startswith("out.txt does not exist")

@@ -17,7 +17,17 @@ from artoo.config.contracts import (
 )
 from artoo.config.protocol import TaskVerdict, VerdictAnswer
 from artoo.tasks.llm.fake import ScriptedLLM
-from artoo.tasks.roles.meta_validator import decide, judge_task, merge_outputs, needs_llm, task_verdicts, unjudged
+from artoo.tasks.roles.meta_validator import (
+    KeptResult,
+    decide,
+    grounded,
+    judge_task,
+    merge_outputs,
+    named_files,
+    needs_llm,
+    task_verdicts,
+    unjudged,
+)
 from artoo.tasks.roles.prompting import FENCE_OPEN
 
 CRITERIA = [Criterion(criterion="the count is an integer"),
@@ -150,3 +160,50 @@ def test_unjudged_criteria_fail_with_the_cause_and_never_accept(failure_class):
     assert all("endpoint timed out" in v.evidence for v in verdicts)
     outcomes = [oc("step")]
     assert isinstance(decide("report", MANIFEST, outcomes, merge_outputs(outcomes), verdicts, ""), ReplanRequest)
+
+
+# Run t14 of #25 (tests/transcripts/llama-server-count-lines-8.jsonl): R4b's real answer, and what it judged.
+T14 = DispatchManifest(task_id="count", round=1, subtask_ids=[], task_criteria=[Criterion(
+    criterion="totals.md holds the total number of lines of every .txt file in the working folder")])
+T14_STEPS = [
+    SubTaskOutcome(subtask_id="s1", parent_task_id="count", status="matched", intent="count the lines",
+                   output="The number of lines of each .txt file is calculated correctly.",
+                   tool_calls=["glob: *.txt → a.txt\nb.txt\nc.txt",
+                               "shell: wc -l *.txt →  3 a.txt\n 5 b.txt\n 1 c.txt\n 9 total"]),
+    SubTaskOutcome(subtask_id="s2", parent_task_id="count", status="matched", intent="sum and write totals.md",
+                   output="The total number of lines is calculated correctly.",
+                   tool_calls=["glob: *.txt → a.txt\nb.txt\nc.txt"])]
+T14_PASS = VerdictAnswer(  # its failure_class "logical" on a pass, as the model wrote it
+    criterion="1. [verifiable] totals.md holds the total number of lines of every .txt file in the working folder",
+    evidence="The total number of lines is calculated correctly.", verdict="pass", failure_class="logical")
+RIGHT = "totals.md: exists, 44 bytes, 4 lines:\n 3 a.txt\n 5 b.txt\n 1 c.txt\n 9 total"
+
+
+@pytest.mark.parametrize("evidence, found, absent, kept, turned_by", [
+    ("The total number of lines is calculated correctly.", [], ["totals.md"], [], "totals.md does not exist"),
+    # the file there but the evidence only a step's sentence
+    ("The total number of lines is calculated correctly.", [RIGHT], [], [], "the evidence is the executor's own"),
+    ("3 a.txt 5 b.txt 1 c.txt 9 total", [RIGHT], [], [], None),  # quotes the file as code read it
+    # a step of an earlier round wrote it: its call is ground too, so absent-and-unnamed does not apply
+    ("The total number of lines is calculated correctly.", [], ["totals.md"],
+     [KeptResult(round=1, outcome=T14_STEPS[0].model_copy(update={
+         "intent": "write totals.md", "output": "written",
+         "tool_calls": ["shell: wc -l *.txt > totals.md → [exit code 0]"]}))], "the evidence is the executor's own"),
+])
+def test_grounded_r4b_passes(evidence, found, absent, kept, turned_by):
+    verdicts = task_verdicts(T14, TaskVerdict(verdicts=[T14_PASS.model_copy(update={"evidence": evidence})],
+                                              summary="The merged output correctly calculates the total"))
+    out, turned = grounded(verdicts, T14_STEPS, kept, found, absent)
+    assert (out[0].verdict, bool(turned)) == (("fail", True) if turned_by else ("pass", False))
+    if turned_by:
+        assert out[0].evidence.startswith(turned_by) and out[0].failure_class == "logical"
+        assert isinstance(decide("count", T14, T14_STEPS, merge_outputs(T14_STEPS), out, ""), ReplanRequest)
+
+
+def test_r4b_is_shown_the_named_files_as_code_read_them():
+    assert named_files(T14) == ["totals.md"]
+    llm = ScriptedLLM({"TaskVerdict": [TaskVerdict(verdicts=[], summary="s")]})
+    asyncio.run(judge_task(llm, T14, T14_STEPS, merge_outputs(T14_STEPS), [], ["totals.md: does not exist in /w"]))
+    system_text, prompt = (m["content"] for m in llm.calls[0]["messages"])
+    assert "does not exist there fails its criterion" in system_text
+    assert prompt.index("Files the task criteria name, as they are now") < prompt.index("totals.md: does not exist")

@@ -10,7 +10,6 @@ only message to leave the fast loop.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from artoo.config.contracts import (
@@ -23,6 +22,7 @@ from artoo.config.contracts import (
     SubTaskOutcome,
 )
 from artoo.config.protocol import AgentVerdict
+from artoo.tasks.roles import grounding
 from artoo.tasks.roles.prompting import align_verdicts, cap, fence_untrusted, file_names, numbered, system, user
 
 CONTEXT_CHARS = 2000
@@ -96,54 +96,29 @@ def verdicts_for(subtask: SubTask, answer: AgentVerdict) -> list[CriterionVerdic
     return align_verdicts(subtask.success_criteria, answer.verdicts)
 
 
-def grounded(verdicts: list[CriterionVerdict], result: ExecutionResult,
-             found: list[str] | None = None) -> tuple[list[CriterionVerdict], list[str]]:
-    """Verdicts with each ungrounded pass turned to a fail, and the criteria turned.
+def subject_files(subtask: SubTask) -> list[str]:
+    """The files the subtask's intent names: what its criteria are about when they name none."""
+    return file_names(subtask.intent)
 
-    The evidence grounding rule (spec R4a: the executor's output is its own claim) is enforced by code
-    where it can be, in two cases:
 
-    - **no tool call recorded**: a pass on a criterion that names a file rests on the executor's word
-      alone.  Run t3 of #25: the executor called no tool and answered "totals.md exists and contains the
-      totals"; the 1.5B R4a passed both criteria quoting that claim and artoo accepted a file never
-      written.  Criteria naming no file ("a greeting is printed") are left to the judge: the answer
-      itself may be the product.
-    - **the evidence is the claim**: a pass on a criterion that names a file, whose evidence (four words
-      or more) is text of the executor's output found in no tool call and no file as code read it
-      (``found``).  Run t10: R4a
-      passed "totals.md holds the total number of lines" quoting the executor's sentence, while the
-      file held a wrong total, and artoo exited 0.
+def grounded(verdicts: list[CriterionVerdict], result: ExecutionResult, found: list[str] | None = None,
+             *, absent: list[str] = (), subject: list[str] = ()) -> tuple[list[CriterionVerdict], list[str]]:
+    """Verdicts with each pass that rests on the executor's word alone turned to a fail, and the criteria
+    turned (the rules: ``grounding.why_ungrounded``).
+
+    The cases, each from a real run of #25: **no tool call** behind a pass on a file (t3: "totals.md
+    exists" answered without a tool, passed, never written); **the evidence is the claim** (t10: R4a
+    quoted the executor's "totals.md exists and holds the total" over a file holding a wrong total);
+    **the file is not there** (``absent``: named, missing after the attempt, named by no tool call).
+    ``subject``: the files the intent names, so a criterion that names none is still about them (t14:
+    "the total number of lines is calculated correctly" passed on the executor's sentence in a step
+    whose intent was to write totals.md, and nothing was written).
     """
-    ground = _words("\n".join([*result.tool_calls, *(found or [])]))
-    claim = _words(result.output)
-    out, turned = [], []
-    for v in verdicts:
-        why = _ungrounded(v, result, claim, ground) if v.verdict == "pass" else None
-        if why:
-            turned.append(v.criterion)
-            v = v.model_copy(update={"verdict": "fail", "failure_class": "logical", "evidence": why})
-        out.append(v)
-    return out, turned
-
-
-def _ungrounded(v: CriterionVerdict, result: ExecutionResult, claim: str, ground: str) -> str | None:
-    """Why a pass rests on the executor's word alone; None when it may stand."""
-    named = file_names(v.criterion)
-    if not named:  # the answer itself may be the product ("a greeting is printed", "the count is reported")
-        return None
-    if not result.tool_calls:
-        return (f"no tool was called: a claim about {', '.join(named)} is not evidence "
-                "(read, list or write it with a tool)")
-    said = _words(v.evidence)
-    if said.count(" ") >= 3 and f" {said} " in f" {claim} " and f" {said} " not in f" {ground} ":
-        return ("the evidence is the executor's own claim, found in no tool call and no file as code read it: "
-                "quote what a tool printed or what the file holds")
-    return None
-
-
-def _words(text: str) -> str:
-    """Text as lowercase words joined by one space (quotes, punctuation and line breaks ignored)."""
-    return " ".join(re.findall(r"\w+", text.casefold()))
+    def why(v: CriterionVerdict) -> str | None:
+        return grounding.why_ungrounded(v.criterion, v.evidence or "", calls=result.tool_calls,
+                                        claim=result.output, found=list(found or []), absent=list(absent),
+                                        subject=list(subject))
+    return grounding.overrule(verdicts, why)
 
 
 def dominant_class(verdicts: list[CriterionVerdict]) -> FailureClass | None:

@@ -26,12 +26,14 @@ from artoo.config.contracts import (
     SubTaskOutcome,
 )
 from artoo.config.protocol import TaskVerdict
+from artoo.tasks.roles import grounding
 from artoo.tasks.roles.prompting import (
     align_verdicts,
     as_text,
     cap,
     criterion_key,
     fence_untrusted,
+    file_names,
     numbered,
     system,
     user,
@@ -53,6 +55,8 @@ ROLE = """Role R4b, Meta-Validator. Decide whether the COMBINED result meets eve
   failing a failure_class (logical: the approach or plan was wrong; environmental: the world blocked it).
 - Results validated in earlier rounds (when shown) were checked by their own validator and are part of the
   combined result: judge the task criteria on them together with this round's.
+- "Files the task criteria name, as they are now" was read by code after the round: it is ground truth for
+  whether a file exists and what it holds. A file that does not exist there fails its criterion.
 - summary: one honest paragraph for the user on what was achieved and what is missing."""
 
 
@@ -131,10 +135,16 @@ def _kept_block(kept: list[KeptResult]) -> str:
         for k in kept)
 
 
+def named_files(manifest: DispatchManifest) -> list[str]:
+    """The file names the task criteria name, in order: the files whose state R4b is shown."""
+    return [n for c in manifest.task_criteria for n in file_names(c.criterion)]
+
+
 def messages_for(manifest: DispatchManifest, outcomes: list[SubTaskOutcome], merged: dict,
-                 kept: list[KeptResult] = ()) -> list[dict]:
-    """R4b's prompt: the task criteria, the merged output, each subtask's evidence and the results
-    earlier rounds validated that this round did not redo, fenced."""
+                 kept: list[KeptResult] = (), found: list[str] = ()) -> list[dict]:
+    """R4b's prompt: the task criteria, the merged output, each subtask's evidence, the results earlier
+    rounds validated that this round did not redo, and ``found`` (the named files as code read them after
+    the round), fenced."""
     evidence = "\n\n".join(f"[{o.status}] {o.intent or o.subtask_id}\n" + _calls(o) for o in outcomes)
     sections = [
         f"Task criteria (about the combined output):\n{numbered(manifest.task_criteria)}",
@@ -144,18 +154,42 @@ def messages_for(manifest: DispatchManifest, outcomes: list[SubTaskOutcome], mer
     earlier = carried(outcomes, list(kept))
     if earlier:
         sections.append(f"{KEPT_HEADING}:\n" + fence_untrusted("kept results", _kept_block(earlier)))
+    if found:
+        sections.append("Files the task criteria name, as they are now (read by code after the round, ground "
+                        "truth):\n" + fence_untrusted("files now", "\n\n".join(found)))
     return [system(ROLE, "TaskVerdict"), user("\n\n".join(sections))]
 
 
 async def judge_task(llm, manifest: DispatchManifest, outcomes: list[SubTaskOutcome],
-                     merged: dict, kept: list[KeptResult] = ()) -> TaskVerdict:
+                     merged: dict, kept: list[KeptResult] = (), found: list[str] = ()) -> TaskVerdict:
     """Ask the brain model for task-criteria verdicts (role R4b, schema ``TaskVerdict``)."""
-    return await llm.structured("R4b", "TaskVerdict", messages_for(manifest, outcomes, merged, kept))
+    return await llm.structured("R4b", "TaskVerdict", messages_for(manifest, outcomes, merged, kept, found))
 
 
 def task_verdicts(manifest: DispatchManifest, answer: TaskVerdict) -> list[CriterionVerdict]:
     """One verdict per task criterion, by text; a criterion the model skipped fails."""
     return align_verdicts(manifest.task_criteria, answer.verdicts)
+
+
+def grounded(verdicts: list[CriterionVerdict], outcomes: list[SubTaskOutcome], kept: list[KeptResult] = (),
+             found: list[str] = (), absent: list[str] = ()) -> tuple[list[CriterionVerdict], list[str]]:
+    """Task verdicts with each pass on a file that rests on a claim alone turned to a fail, and the
+    criteria turned (the rules R4a's passes meet: ``grounding.why_ungrounded``).
+
+    Why: run t14 of #25 exited 0 with no totals.md.  R4b passed "totals.md holds the total number of
+    lines …" quoting a step's sentence ("the total number of lines is calculated correctly"); no tool
+    call had written or read totals.md, and code would have found it absent.  The ground is every tool
+    call of this round's outcomes and of the kept results, and the files as code read them; the claim is
+    what their executors said.
+    """
+    shown = [*outcomes, *(k.outcome for k in carried(list(outcomes), list(kept)))]
+    calls = [c for o in shown for c in o.tool_calls]
+    claim = "\n".join(as_text(o.output) for o in shown)
+
+    def why(v: CriterionVerdict) -> str | None:
+        return grounding.why_ungrounded(v.criterion, v.evidence or "", calls=calls, claim=claim,
+                                        found=list(found), absent=list(absent))
+    return grounding.overrule(verdicts, why)
 
 
 def unjudged(manifest: DispatchManifest, cause: str, failure_class: str) -> list[CriterionVerdict]:

@@ -91,10 +91,12 @@ def _files_now(rt: Runtime, subtask: SubTask) -> list[str]:
 
 
 @task(name="validate", task_run_name="validate · attempt {attempt}", **ROLE_TASK)
-async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResult, attempt: int) -> AgentVerdict:
-    """R4a: score one attempt's evidence against the subtask's criteria."""
+async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResult, attempt: int,
+                        found: list[str] | None = None) -> AgentVerdict:
+    """R4a: score one attempt's evidence against the subtask's criteria; ``found``: the named files as the
+    fast loop read them after the attempt (read here when not given)."""
     rt = asking(runtime_id)
-    answer = await agent_validator.judge(rt.llm, subtask, result, _files_now(rt, subtask))
+    answer = await agent_validator.judge(rt.llm, subtask, result, _files_now(rt, subtask) if found is None else found)
     if rt.decisions is not None:
         rt.decisions.verdict("R4a", answer, subtask_id=subtask.subtask_id, attempt=attempt)
     logger = get_run_logger()
@@ -106,11 +108,13 @@ async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResu
 
 @task(name="R4b · meta-validate", **ROLE_TASK)
 async def meta_validate_task(runtime_id: str, manifest: DispatchManifest, outcomes: list[SubTaskOutcome],
-                             merged: Any, kept: list[meta_validator.KeptResult] | None = None) -> TaskVerdict:
+                             merged: Any, kept: list[meta_validator.KeptResult] | None = None,
+                             found: list[str] | None = None) -> TaskVerdict:
     """R4b: judge the task criteria against the merged output (only when every subtask matched);
-    ``kept``: the results earlier rounds validated, shown in their own section."""
+    ``kept``: the results earlier rounds validated, shown in their own section; ``found``: the files the
+    task criteria name, as code read them after the round."""
     rt = asking(runtime_id)
-    answer = await meta_validator.judge_task(rt.llm, manifest, outcomes, merged, kept or [])
+    answer = await meta_validator.judge_task(rt.llm, manifest, outcomes, merged, kept or [], found or [])
     if rt.decisions is not None:
         rt.decisions.verdict("R4b", answer)
     logger = get_run_logger()

@@ -66,3 +66,18 @@ def named_files_brief(names: list[str], workspace: Path | str, most: int = MOST_
     """One line per named file, no content: "totals.md: does not exist in /w" or "totals.md: exists, 24 bytes,
     3 lines" (what R3's checklist shows after each tool result, so the model sees what is still missing)."""
     return [state.split("\n", 1)[0].rstrip(":") for state in named_files_now(names, workspace, chars=0, most=most)]
+
+
+def absent_names(names: list[str], workspace: Path | str) -> list[str]:
+    """The distinct names with nothing at their path in the workspace (a name code may not read, outside
+    it or behind a symlink out of it, is not counted absent: code cannot say)."""
+    root = Path(workspace).expanduser()
+    out: list[str] = []
+    for name in dict.fromkeys(names):
+        try:
+            real = confine(resolve_path(name, root), [root], "reading")
+        except ToolError:
+            continue
+        if not os.path.lexists(real):
+            out.append(name)
+    return out

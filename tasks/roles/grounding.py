@@ -1,0 +1,92 @@
+"""Law 0 by code: a validator's pass that rests on a claim alone is turned to a fail.
+
+Both validators judge with a model, and with a small one they pass what they are told.  Three real
+runs of #25 (Qwen2.5-Coder-1.5B) exited 0 on a file never written or written wrong: R4a passed the
+executor's "totals.md exists" with no tool call behind it (t3), R4a quoted the executor's sentence
+back over a wrong file (t10), and R4b passed "totals.md holds …" quoting a step's sentence when no
+totals.md existed at all (t14).  What a model says it saw is checked here against what code recorded:
+the tool calls, and the named files as code read them after the work.  The rules are shared by R4a and
+R4b (a role never imports another) and apply only to criteria about files, where code can know.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from artoo.config.contracts import CriterionVerdict
+from artoo.tasks.roles.prompting import file_names
+
+ABSENCE_WORDS = frozenset({
+    "absent", "clean", "cleaned", "delete", "deleted", "deletes", "gone", "missing", "move", "moved", "no",
+    "not", "remove", "removed", "removes", "rename", "renamed", "without",
+})
+"""Words of a criterion for which a missing file may be the success ("old.log is deleted")."""
+CLAIM_WORDS = 4
+"""Evidence of fewer words is too short to tell a quoted claim from a fact ("totals.md exists")."""
+
+NO_CALL = "no tool was called: a claim about {names} is not evidence (read, list or write it with a tool)"
+"""Why a pass on a file with no tool call behind it fails."""
+MISSING = ("{name} does not exist (code looked after the work, and no tool call names it): "
+           "a criterion about it cannot pass")
+"""Why a pass on a file that is not there fails."""
+CLAIMED = ("the evidence is the executor's own claim, found in no tool call and no file as code read it: "
+           "quote what a tool printed or what the file holds")
+"""Why a pass whose evidence is the executor's sentence fails."""
+
+
+def words(text: str) -> str:
+    """Text as lowercase words joined by one space (quotes, punctuation and line breaks ignored)."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+def claim_only(evidence: str, claim: str, ground: str) -> bool:
+    """True when ``evidence`` (long enough to tell) is text of ``claim`` found nowhere in ``ground``
+    (all three as ``words``)."""
+    said = words(evidence)
+    return said.count(" ") >= CLAIM_WORDS - 1 and f" {said} " in f" {claim} " and f" {said} " not in f" {ground} "
+
+
+def missing(criterion: str, absent: list[str], calls: str) -> str | None:
+    """The criterion's first named file when code found it absent and no tool call names it, unless
+    the criterion speaks of absence (then a missing file may be what it asks)."""
+    named = file_names(criterion)
+    if not named or named[0] not in absent or ABSENCE_WORDS & set(words(criterion).split()):
+        return None
+    return None if named[0].casefold() in calls.casefold() else named[0]
+
+
+def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: str, found: list[str],
+                   absent: list[str], subject: list[str] = ()) -> str | None:
+    """Why a pass on ``criterion`` rests on a claim alone; None when it may stand.
+
+    ``calls``: the tool calls recorded by code; ``claim``: what the executors said; ``found``: the named
+    files as code read them; ``absent``: the named files code found missing; ``subject``: files the
+    work was to produce, making a criterion that names none a criterion about them.  A criterion about
+    no file is left to the judge: the answer itself may be the product ("a greeting is printed").
+    """
+    named = file_names(criterion) or list(subject)
+    if not named:
+        return None
+    if not calls:
+        return NO_CALL.format(names=", ".join(named))
+    gone = missing(criterion, absent, "\n".join(calls))
+    if gone:
+        return MISSING.format(name=gone)
+    if claim_only(evidence or "", words(claim), words("\n".join([*calls, *found]))):
+        return CLAIMED
+    return None
+
+
+def overrule(verdicts: list[CriterionVerdict],
+             why: Callable[[CriterionVerdict], str | None]) -> tuple[list[CriterionVerdict], list[str]]:
+    """Each pass ``why`` has a reason against turned to a logical fail with that reason as evidence;
+    the verdicts, and the criteria turned."""
+    out, turned = [], []
+    for v in verdicts:
+        reason = why(v) if v.verdict == "pass" else None
+        if reason:
+            turned.append(v.criterion)
+            v = v.model_copy(update={"verdict": "fail", "failure_class": "logical", "evidence": reason})
+        out.append(v)
+    return out, turned

@@ -1,0 +1,78 @@
+"""Law 0 by code (tasks/roles/grounding.py): which validator passes rest on a claim alone, table-driven.
+
+The rows are the real cases of #25's runs with Qwen2.5-Coder-1.5B (t3, t10, t14) and the passes that
+must stand beside them (a criterion about no file, a file that is meant to be gone, a fact quoted from
+a tool).  The validators' own tables (test_roles_agent_validator, test_roles_meta_validator) check how
+each role feeds these rules.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from artoo.config.contracts import CriterionVerdict
+from artoo.tasks.roles.grounding import CLAIMED, MISSING, NO_CALL, claim_only, missing, overrule, why_ungrounded
+
+T14_TASK = "totals.md holds the total number of lines of every .txt file in the working folder"
+T14_SAID = "The total number of lines is calculated correctly."  # step 2's executor output, quoted by R4a and R4b
+T14_CALLS = ["glob: *.txt → a.txt\nb.txt\nc.txt", "shell: wc -l *.txt →  3 a.txt\n 5 b.txt\n 1 c.txt\n 9 total"]
+WROTE = ["shell: wc -l *.txt > totals.md → [exit code 0]"]
+FILE = "totals.md: exists, 44 bytes, 4 lines:\n 3 a.txt\n 5 b.txt\n 1 c.txt\n 9 total"
+
+
+@pytest.mark.parametrize("criterion, evidence, calls, claim, found, absent, subject, why", [
+    # t14, R4b: the task criterion names totals.md; nothing wrote it, code found it absent
+    (T14_TASK, T14_SAID, T14_CALLS, T14_SAID, [], ["totals.md"], [], MISSING.format(name="totals.md")),
+    # t14, R4a: the step's criterion names no file, but its intent was to write totals.md
+    ("The total number of lines is calculated correctly", T14_SAID, T14_CALLS, T14_SAID, [], [], ["totals.md"],
+     CLAIMED),
+    ("The total number of lines is calculated correctly", T14_SAID, T14_CALLS, T14_SAID, [], [], [], None),
+    # t3: no tool call behind a pass on a file
+    (T14_TASK, "totals.md exists", [], "totals.md exists", [], ["totals.md"], [], NO_CALL.format(names="totals.md")),
+    ("the sum is right", "9", [], "9", [], [], ["totals.md"], NO_CALL.format(names="totals.md")),
+    # the file is there and the evidence is what it holds, or what a tool printed: the pass stands
+    (T14_TASK, "3 a.txt 5 b.txt 1 c.txt 9 total", WROTE, "done", [FILE], [], [], None),
+    (T14_TASK, "wc -l *.txt > totals.md, exit code 0", WROTE, "I wrote totals.md with wc -l", [], [], [], None),
+    # absent, but a tool call names it: the model saw that call, code cannot say more (moved, another cwd)
+    (T14_TASK, "wc -l *.txt > totals.md", WROTE, "done", [], ["totals.md"], [], None),
+    # absence may be the success
+    ("old.log is deleted from the folder", "rm ran", ["shell: rm -f x → [exit code 0]"], "", [], ["old.log"], [], None),
+    ("no file named core.dump remains", "find printed nothing", ["shell: find . → ."], "", [], ["core.dump"], [],
+     None),
+    # only the first file named is the criterion's subject: an input named second may live elsewhere
+    ("report.md lists the errors of app.log", "ERROR x", ["shell: grep ERROR srv/app.log > report.md → "], "",
+     [], ["app.log"], [], None),
+    # no file at all: the answer may be the product
+    ("a greeting is printed", "Hello there my friend", [], "Hello there my friend", [], [], [], None),
+])
+def test_why_ungrounded(criterion, evidence, calls, claim, found, absent, subject, why):
+    assert why_ungrounded(criterion, evidence, calls=calls, claim=claim, found=found, absent=absent,
+                          subject=subject) == why
+
+
+@pytest.mark.parametrize("evidence, claim, ground, expected", [
+    ("The total number of lines is calculated correctly.", "the total number of lines is calculated correctly",
+     "wc l txt 9 total", True),
+    ("totals.md exists", "totals md exists", "", False),  # three words: too short to tell
+    ("9 total lines in all", "9 total lines in all", "9 total lines in all files", False),  # a tool printed it too
+    ("5 total lines in all", "25 total lines in all", "", False),  # whole words, not a substring
+    ("lines is calculated correctly", "the total number of lines", "", False),  # not what was claimed
+])
+def test_claim_only(evidence, claim, ground, expected):
+    assert claim_only(evidence, claim, ground) is expected
+
+
+def test_missing_needs_the_name_in_no_call_case_folded():
+    assert missing("Totals.md holds the counts", ["Totals.md"], "shell: cat TOTALS.MD → no such file") is None
+    assert missing("Totals.md holds the counts", ["Totals.md"], "glob: *.txt → a.txt") == "Totals.md"
+    assert missing("Totals.md holds the counts", [], "glob: *.txt → a.txt") is None
+
+
+def test_overrule_turns_only_passes_and_says_why():
+    given = [CriterionVerdict(criterion="a", verdict="pass", evidence="e"),
+             CriterionVerdict(criterion="b", verdict="pass", evidence="e"),
+             CriterionVerdict(criterion="c", verdict="fail", failure_class="environmental", evidence="net down")]
+    out, turned = overrule(given, lambda v: "no" if v.criterion != "b" else None)
+    assert turned == ["a"]
+    assert [(v.verdict, v.failure_class, v.evidence) for v in out] == [
+        ("fail", "logical", "no"), ("pass", None, "e"), ("fail", "environmental", "net down")]
