@@ -69,8 +69,9 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
             if rt.decisions is not None:  # the code's overrule of R4a, beside R4a's own answer
                 rt.decisions.write("grounded", subtask_id=subtask.subtask_id, attempt=attempt, verdicts=[
                     v.model_dump(mode="json") for v in verdicts if v.criterion in ungrounded])
-            logger.warning("R4a passed %s on the executor's word alone (no tool call, its own claim quoted, "
-                           "or no such file): failed by code (Law 0)", "; ".join(ungrounded))
+            for v in verdicts:
+                if v.criterion in ungrounded:
+                    logger.warning("R4a's pass on %s failed by code (Law 0): %s", v.criterion, v.evidence)
         trajectory.append(r4a.gap_point(attempt, verdicts))
         if result.status == "failed":  # R4a classified the evidence; a failed executor is never retried
             failure_class = trajectory[-1].failure_class or "logical"

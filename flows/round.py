@@ -179,8 +179,9 @@ def _grounded(rt: Runtime, round_no: int, checked: tuple[list, list[str]]) -> li
         if rt.decisions is not None:
             rt.decisions.write("grounded", role="R4b", round=round_no, verdicts=[
                 v.model_dump(mode="json") for v in verdicts if v.criterion in turned])
-        get_run_logger().warning("R4b passed %s on a claim alone (no tool call, a step's own words, or no such "
-                                 "file): failed by code (Law 0)", "; ".join(turned))
+        for v in verdicts:
+            if v.criterion in turned:
+                get_run_logger().warning("R4b's pass on %s failed by code (Law 0): %s", v.criterion, v.evidence)
     return verdicts
 
 
