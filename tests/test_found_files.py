@@ -8,7 +8,7 @@ import pytest
 
 from artoo.config.contracts import Criterion, ExecutionResult, SubTask
 from artoo.tasks.roles import agent_validator
-from artoo.tasks.tools.found import named_files_now
+from artoo.tasks.tools.found import absent_names, named_files_now
 
 
 @pytest.fixture
@@ -35,6 +35,14 @@ def folder(tmp_path):
 ])
 def test_a_named_file_as_it_is_now(folder, name, expected):
     assert named_files_now([name], folder) == [expected.format(ws=folder, tmp=folder.parent)]
+
+
+def test_absent_names_only_what_code_can_see_is_missing(folder):
+    """What a validator's pass on a missing file is failed by: only a name code may read and found absent;
+    outside the folder or behind a link out of it, code cannot say (never counted absent)."""
+    names = ["totals.md", f"{folder}/totals.md", "missing.md", f"{folder}/sub/gone.md", "missing.md",
+             "../secret.txt", "../nowhere.txt", "/etc/none.conf", "link.txt", "sub"]
+    assert absent_names(names, folder) == ["missing.md", f"{folder}/sub/gone.md"]
 
 
 def test_each_file_once_the_first_few_and_long_text_cut(folder):

@@ -42,6 +42,11 @@ FILE = "totals.md: exists, 44 bytes, 4 lines:\n 3 a.txt\n 5 b.txt\n 1 c.txt\n 9 
     # only the first file named is the criterion's subject: an input named second may live elsewhere
     ("report.md lists the errors of app.log", "ERROR x", ["shell: grep ERROR srv/app.log > report.md → "], "",
      [], ["app.log"], [], None),
+    # named by its path, reached by another: the call names it by its name, so code cannot say it is missing
+    ("/w/dir1/a.c is listed", "a.c is listed", ["shell: find /w -name '*.c' → ./dir1/a.c"], "", [], ["/w/dir1/a.c"],
+     [], None),
+    ("/w/dir1/a.c is listed", "a.c is listed", ["shell: find /w -name '*.h' → "], "", [], ["/w/dir1/a.c"], [],
+     MISSING.format(name="/w/dir1/a.c")),
     # no file at all: the answer may be the product
     ("a greeting is printed", "Hello there my friend", [], "Hello there my friend", [], [], [], None),
 ])

@@ -14,6 +14,8 @@ from artoo.tasks.roles.prompting import (
     cap,
     criterion_key,
     fence_untrusted,
+    file_names,
+    file_paths,
     system,
 )
 
@@ -132,3 +134,16 @@ def test_align_verdicts_by_number(named, expected):
     aligned = align_verdicts(criteria, answers)
     shown = ["logical-missing" if v.evidence == "validator gave no verdict" else v.verdict for v in aligned]
     assert shown == expected
+
+
+@pytest.mark.parametrize("text, names, paths", [
+    ("The file 'totals.md' exists", ["totals.md"], ["totals.md"]),
+    ("the report lists data/app.log", ["app.log"], ["data/app.log"]),
+    # an eval criterion names its files absolutely: read as "a.c" in the working folder, it is not there
+    ("/tmp/e/root/workspace/dir1/a.c is listed", ["a.c"], ["/tmp/e/root/workspace/dir1/a.c"]),
+    ("~/srv/error.log is summarised into report.md", ["error.log", "report.md"], ["~/srv/error.log", "report.md"]),
+    ("files in /workspace matching *.c are listed", [], []),
+    ("version 1.5 is printed", [], []),
+])
+def test_file_names_and_paths(text, names, paths):
+    assert (file_names(text), file_paths(text)) == (names, paths)

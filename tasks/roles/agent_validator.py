@@ -23,7 +23,7 @@ from artoo.config.contracts import (
 )
 from artoo.config.protocol import AgentVerdict
 from artoo.tasks.roles import grounding
-from artoo.tasks.roles.prompting import align_verdicts, cap, fence_untrusted, file_names, numbered, system, user
+from artoo.tasks.roles.prompting import align_verdicts, cap, fence_untrusted, file_paths, numbered, system, user
 
 CONTEXT_CHARS = 2000
 """Characters of the subtask context shown to the validator."""
@@ -56,7 +56,7 @@ criterion with its "1. [plausible]" label, and asked to quote the tool call repe
 def named_files(subtask: SubTask) -> list[str]:
     """The file names the criteria name, then the intent's: the files whose state R4a is shown."""
     return [n for text in [*(c.criterion for c in subtask.success_criteria), subtask.intent]
-            for n in file_names(text)]
+            for n in file_paths(text)]
 
 
 def messages_for(subtask: SubTask, result: ExecutionResult, found: list[str] | None = None) -> list[dict]:
@@ -98,7 +98,7 @@ def verdicts_for(subtask: SubTask, answer: AgentVerdict) -> list[CriterionVerdic
 
 def subject_files(subtask: SubTask) -> list[str]:
     """The files the subtask's intent names: what its criteria are about when they name none."""
-    return file_names(subtask.intent)
+    return file_paths(subtask.intent)
 
 
 def grounded(verdicts: list[CriterionVerdict], result: ExecutionResult, found: list[str] | None = None,

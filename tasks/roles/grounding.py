@@ -11,11 +11,12 @@ R4b (a role never imports another) and apply only to criteria about files, where
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 
 from artoo.config.contracts import CriterionVerdict
-from artoo.tasks.roles.prompting import file_names
+from artoo.tasks.roles.prompting import file_paths
 
 ABSENCE_WORDS = frozenset({
     "absent", "clean", "cleaned", "delete", "deleted", "deletes", "gone", "missing", "move", "moved", "no",
@@ -48,12 +49,13 @@ def claim_only(evidence: str, claim: str, ground: str) -> bool:
 
 
 def missing(criterion: str, absent: list[str], calls: str) -> str | None:
-    """The criterion's first named file when code found it absent and no tool call names it, unless
-    the criterion speaks of absence (then a missing file may be what it asks)."""
-    named = file_names(criterion)
+    """The criterion's first named file when code found it absent and no tool call names it (by its
+    name alone: a call may reach it by another path), unless the criterion speaks of absence (then a
+    missing file may be what it asks)."""
+    named = file_paths(criterion)
     if not named or named[0] not in absent or ABSENCE_WORDS & set(words(criterion).split()):
         return None
-    return None if named[0].casefold() in calls.casefold() else named[0]
+    return None if os.path.basename(named[0]).casefold() in calls.casefold() else named[0]
 
 
 def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: str, found: list[str],
@@ -65,7 +67,7 @@ def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: st
     work was to produce, making a criterion that names none a criterion about them.  A criterion about
     no file is left to the judge: the answer itself may be the product ("a greeting is printed").
     """
-    named = file_names(criterion) or list(subject)
+    named = file_paths(criterion) or list(subject)
     if not named:
         return None
     if not calls:

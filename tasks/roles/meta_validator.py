@@ -33,7 +33,7 @@ from artoo.tasks.roles.prompting import (
     cap,
     criterion_key,
     fence_untrusted,
-    file_names,
+    file_paths,
     numbered,
     system,
     user,
@@ -137,7 +137,7 @@ def _kept_block(kept: list[KeptResult]) -> str:
 
 def named_files(manifest: DispatchManifest) -> list[str]:
     """The file names the task criteria name, in order: the files whose state R4b is shown."""
-    return [n for c in manifest.task_criteria for n in file_names(c.criterion)]
+    return [n for c in manifest.task_criteria for n in file_paths(c.criterion)]
 
 
 def messages_for(manifest: DispatchManifest, outcomes: list[SubTaskOutcome], merged: dict,

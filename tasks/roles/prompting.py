@@ -103,8 +103,18 @@ _FILE_NAME = re.compile(r"[\w.-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}\b")
 
 
 def file_names(text: str) -> list[str]:
-    """The file names a criterion or intent names ("totals.md", "data/app.log"), in order."""
+    """The file names a criterion or intent names ("totals.md", "app.log" of "data/app.log"), in order."""
     return _FILE_NAME.findall(text)
+
+
+_FILE_PATH = re.compile(r"(?:~?/)?(?:[\w.-]+/)*[\w.-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}\b")
+
+
+def file_paths(text: str) -> list[str]:
+    """The files a criterion or intent names with their folders ("totals.md", "data/app.log", "/srv/x.log"),
+    in order: what code reads to check them.  Why not ``file_names``: "/workspace/dir1/a.c" read as "a.c"
+    in the working folder is a file that does not exist there, and a validator shown that is misled."""
+    return _FILE_PATH.findall(text)
 
 
 def numbered(criteria: list[Criterion]) -> str:
