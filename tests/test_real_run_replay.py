@@ -89,3 +89,36 @@ def test_run_t14_replayed_no_longer_accepts_a_file_never_written(scripted, artoo
     assert (overrule["attempt"], caught["criterion"]) == (1, "The total number of lines is calculated correctly")
     assert caught["evidence"].startswith("the evidence is the executor's own claim")
     assert "R4a's pass failed by code (Law 0, attempt 1): The total number" in "\n".join(render(records))
+
+
+T16 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-9.jsonl"
+
+
+@pytest.mark.usefixtures("prefect_api")
+def test_run_t16_replayed_r4b_passes_failed_by_code_and_the_run_abandons(scripted, artoo_env):
+    """Run t16, the first with R4b grounded by code, replayed whole: 4 rounds, 37 real exchanges.  In round 2
+    R4b passed "totals.md contains the total number of lines …" when no totals.md existed (t14's false
+    accept again); code failed it, and in rounds 3 and 4 it failed R4b's passes that quoted the executor's
+    sentence over a wrong totals.md.  The run abandons (exit 1) as it did, never accepting."""
+    from artoo.config.settings import load_settings
+    from artoo.tasks.decisions.log import load_run
+
+    folder = artoo_env / "workspace"
+    folder.mkdir()
+    for name, text in {"a.txt": "alpha\nbeta\ngamma\n", "b.txt": "1\n2\n3\n4\n5\n", "c.txt": "one\n"}.items():
+        (folder / name).write_text(text)
+    server = scripted(scenario_from_transcript(T16).model_dump())
+    NegotiationStore(negotiated_path(load_settings().home_dir)).remember(
+        server.base_url, "scripted", "tools", "content", "t16's home remembered the content protocol")
+    code, out, _ = run_cli("run", "--json", REQUEST)
+    assert (code, final_from(out)["directive"]) == (1, "abandon")
+    assert [e["schema"] for e in server.requests if e["status"] == 200].count("TaskVerdict") == 3
+    _, records = load_run(load_settings().home_dir)
+    r4b = [(r["round"], r["verdicts"][0]["evidence"].split(":")[0]) for r in records
+           if r["kind"] == "grounded" and r.get("role") == "R4b"]
+    assert r4b == [(2, "totals.md does not exist (code looked after the work, and no tool call names it)"),
+                   (3, "the evidence is the executor's own claim, found in no tool call and no file as code read it"),
+                   (4, "the evidence is the executor's own claim, found in no tool call and no file as code read it")]
+    assert sum(1 for r in records if r["kind"] == "grounded" and r.get("role") != "R4b") == 2  # R4a's, round 2
+    assert "R4b's pass failed by code (Law 0, round 2): totals.md contains" in "\n".join(render(records))
+    assert (folder / "totals.md").read_text().split() == ["3", "5", "1", "1", "10"]  # round 4's, as in t16
