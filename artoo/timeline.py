@@ -47,6 +47,8 @@ def _render(r: dict[str, Any], full: bool) -> list[str]:
         where = (f"{INDENT}R4b's pass failed by code (Law 0, round {r.get('round')})" if r.get("role") == "R4b"
                  else f"    R4a's pass failed by code (Law 0, attempt {r.get('attempt')})")
         return [f"{where}: {v.get('criterion')}: {v.get('evidence')}" for v in r.get("verdicts") or []]
+    if kind == "spec_repair":
+        return [f"  R1 answer repaired: {r.get('note', '')}"]
     if kind == "plan_repair":
         return [f"  R2 plan repaired (round {r.get('round')}): {r.get('note', '')}"]
     if kind == "truncated":

@@ -8,7 +8,7 @@ import pytest
 
 from artoo.config.contracts import TaskSpec
 from artoo.tasks.llm.fake import ScriptedLLM
-from artoo.tasks.roles.perceiver import perceive, sanitise_task_id
+from artoo.tasks.roles.perceiver import perceive, sanitise_task_id, stated_deadline
 from artoo.tasks.roles.prompting import FENCE_OPEN
 
 
@@ -71,3 +71,28 @@ def test_perceive_refuses_an_empty_request_without_calling_the_model(raw):
     with pytest.raises(ValueError, match="empty request"):
         asyncio.run(perceive(llm, raw, []))
     assert llm.calls == []
+
+
+EVAL_REQUEST = "find files in /workspace directory which are modified 30 days ago"  # fs3's first task
+
+
+@pytest.mark.parametrize("request_text, deadline, kept", [
+    (EVAL_REQUEST, "2023-04-15T12:00:00Z", None),  # what Qwen2.5-Coder-1.5B answered (#25's eval)
+    ("count the lines of every .txt file", "2024-01-01", None),
+    ("write the report by Friday 5pm", "2026-11-27T17:00:00", "2026-11-27T17:00:00"),
+    ("finish the backup within an hour", "2026-11-25T13:00:00Z", "2026-11-25T13:00:00Z"),
+    ("summarise the logs before tomorrow's standup", "2026-11-26T09:00:00", "2026-11-26T09:00:00"),
+    ("the report is due tonight", "2026-11-25T23:59:00", "2026-11-25T23:59:00"),
+    (EVAL_REQUEST, None, None),
+])
+def test_a_deadline_is_kept_only_when_the_request_sets_one(request_text, deadline, kept):
+    assert stated_deadline(deadline, request_text) == kept
+
+
+def test_perceive_drops_an_invented_deadline_and_says_so():
+    given = answer(task_id="find_files", intent=EVAL_REQUEST)
+    given["constraints"]["deadline"] = "2023-04-15T12:00:00Z"
+    repaired: list[str] = []
+    spec = asyncio.run(perceive(ScriptedLLM({"TaskSpec": [given]}), EVAL_REQUEST, [], repaired))
+    assert spec.constraints.deadline is None
+    assert repaired == ["deadline 2023-04-15T12:00:00Z dropped: no words of the request set one"]

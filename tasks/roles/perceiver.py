@@ -75,10 +75,32 @@ def messages_for(raw_input: str, history: list[dict]) -> list[dict]:
             user(f"{_history_block(history)}\n\nThe user's request, verbatim:\n{raw_input}")]
 
 
-async def perceive(llm, raw_input: str, history: list[dict]) -> TaskSpec:
-    """Turn free text (plus the last 5 turns) into a TaskSpec; ValueError on an empty or too long request."""
+_DEADLINE_WORDS = re.compile(r"\b(?:by|before|until|till|within|deadline|due|no later than|asap|tonight|today|"
+                             r"tomorrow|end of (?:the )?(?:day|week|month))\b", re.IGNORECASE)
+
+
+def stated_deadline(deadline: str | None, raw_input: str) -> str | None:
+    """The model's deadline, kept only when the request has words that set one ("by Friday", "within an
+    hour", "before 5pm", "due", "tomorrow"); else None.
+
+    Why: Qwen2.5-Coder-1.5B (an eval of #25) gave "find files … modified 30 days ago" the deadline
+    2023-04-15T12:00:00Z.  R1 must not add constraints (spec R1: no narrowing), and the planner is
+    shown the deadline.  Code cannot read a date, but it can see that nothing in the words sets one.
+    """
+    return deadline if deadline and _DEADLINE_WORDS.search(raw_input) else None
+
+
+async def perceive(llm, raw_input: str, history: list[dict], repaired: list[str] | None = None) -> TaskSpec:
+    """Turn free text (plus the last 5 turns) into a TaskSpec; ValueError on an empty or too long request.
+    ``repaired`` (when given) receives a line per thing code took out of the model's answer."""
     check_request(raw_input)
     answer = await llm.structured("R1", "TaskSpec", messages_for(raw_input, history))
     intent = answer.intent.strip() or raw_input.strip()
+    constraints = answer.constraints
+    deadline = stated_deadline(constraints.deadline, raw_input)
+    if deadline != constraints.deadline:
+        constraints = constraints.model_copy(update={"deadline": deadline})
+        if repaired is not None:
+            repaired.append(f"deadline {answer.constraints.deadline} dropped: no words of the request set one")
     return TaskSpec(task_id=sanitise_task_id(answer.task_id), intent=intent,
-                    constraints=answer.constraints, raw_input=raw_input)
+                    constraints=constraints, raw_input=raw_input)

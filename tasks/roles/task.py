@@ -48,8 +48,14 @@ def asking(runtime_id: str) -> Runtime:
 async def perceive_task(runtime_id: str, raw_input: str, history: list[dict]) -> TaskSpec:
     """R1: turn the request into a TaskSpec and send it to R2."""
     rt = asking(runtime_id)
-    spec = await perceiver.perceive(rt.llm, raw_input, history)
-    get_run_logger().info("task %s: %s", spec.task_id, spec.intent)
+    repaired: list[str] = []
+    spec = await perceiver.perceive(rt.llm, raw_input, history, repaired)
+    logger = get_run_logger()
+    for note in repaired:
+        logger.info("R1 answer repaired: %s", note)
+        if rt.decisions is not None:
+            rt.decisions.write("spec_repair", note=note)
+    logger.info("task %s: %s", spec.task_id, spec.intent)
     return spec
 
 
