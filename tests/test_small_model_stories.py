@@ -111,3 +111,24 @@ def test_a_file_claimed_without_any_tool_call_is_not_accepted(scripted, artoo_en
     retry = [r for r in server.requests if r["schema"] == "tools"][1]["body"]["messages"][-1]["content"]
     assert "no tool was called: a claim about totals.md is not evidence" in retry
     assert [r["schema"] for r in server.requests].count("TaskVerdict") == 0
+
+
+def test_an_invented_deadline_never_reaches_the_planner(scripted, artoo_env: Path):
+    """fs3's first eval task as the 1.5B model perceived it (#25): a deadline the request never set."""
+    request = "list the files in this folder modified 30 days ago"
+    invented = spec("find_files", request)
+    invented["answer"]["constraints"]["deadline"] = "2023-04-15T12:00:00Z"
+    c = "the files are listed"
+    server = scripted(scenario(
+        TaskSpec=[invented],
+        Plan=[plan([subtask("list the files", [c], tools=["shell"])], [c])],
+        tools=[call("shell", command="find . -mtime 30"), done("none")],
+        AgentVerdict=[agent(verdict(c, True, evidence="find printed nothing"))],
+        TaskVerdict=[task_verdict(verdict(c, True, evidence="find printed nothing"))],
+    ))
+    code, out, err = run_cli("run", "--json", request)
+    assert (code, final_from(out)["directive"]) == (0, "accept"), err[-2000:]
+    (planned,) = [json.dumps(r["body"]["messages"]) for r in server.requests if r["schema"] == "Plan"]
+    assert "Deadline: not stated" in planned and "2023-04-15" not in planned
+    code, shown, _ = run_cli("log")
+    assert "R1 answer repaired: deadline 2023-04-15T12:00:00Z dropped" in shown
