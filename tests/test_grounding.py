@@ -11,7 +11,17 @@ from __future__ import annotations
 import pytest
 
 from artoo.config.contracts import CriterionVerdict
-from artoo.tasks.roles.grounding import CLAIMED, MISSING, NO_CALL, claim_only, missing, overrule, why_ungrounded
+from artoo.tasks.roles.grounding import (
+    CLAIMED,
+    ECHOED,
+    MISSING,
+    NO_CALL,
+    claim_only,
+    echoes,
+    missing,
+    overrule,
+    why_ungrounded,
+)
 
 T14_TASK = "totals.md holds the total number of lines of every .txt file in the working folder"
 T14_SAID = "The total number of lines is calculated correctly."  # step 2's executor output, quoted by R4a and R4b
@@ -20,13 +30,23 @@ WROTE = ["shell: wc -l *.txt > totals.md → [exit code 0]"]
 FILE = "totals.md: exists, 44 bytes, 4 lines:\n 3 a.txt\n 5 b.txt\n 1 c.txt\n 9 total"
 
 
+FS3_TASK2 = "files in the /w directory with pattern *.c that larger than 1 Kilobytes exist"
+FS3_SAID = "Files in the /w directory with pattern *.c that larger than 1 Kilobytes exist."
+FS3_GLOB = ["glob: *.c → /w/dir1/file.c\n/w/dir1/hello.c\n/w/dir1/sum.c"]
+
+
 @pytest.mark.parametrize("criterion, evidence, calls, claim, found, absent, subject, why", [
     # t14, R4b: the task criterion names totals.md; nothing wrote it, code found it absent
     (T14_TASK, T14_SAID, T14_CALLS, T14_SAID, [], ["totals.md"], [], MISSING.format(name="totals.md")),
-    # t14, R4a: the step's criterion names no file, but its intent was to write totals.md
+    # t14, R4a: the step's criterion names no file; the evidence is the executor saying it back
     ("The total number of lines is calculated correctly", T14_SAID, T14_CALLS, T14_SAID, [], [], ["totals.md"],
-     CLAIMED),
-    ("The total number of lines is calculated correctly", T14_SAID, T14_CALLS, T14_SAID, [], [], [], None),
+     ECHOED),
+    ("The total number of lines is calculated correctly", T14_SAID, T14_CALLS, T14_SAID, [], [], [], ECHOED),
+    # the claim quoted, not an echo: a file the step was to write makes it a claim about that file
+    ("the sum is computed", "nine lines were counted in all", T14_CALLS, "nine lines were counted in all", [], [],
+     ["totals.md"], CLAIMED),
+    ("the sum is computed", "nine lines were counted in all", T14_CALLS, "nine lines were counted in all", [], [],
+     [], None),  # about no file: the answer may be the product
     # t3: no tool call behind a pass on a file
     (T14_TASK, "totals.md exists", [], "totals.md exists", [], ["totals.md"], [], NO_CALL.format(names="totals.md")),
     ("the sum is right", "9", [], "9", [], [], ["totals.md"], NO_CALL.format(names="totals.md")),
@@ -47,6 +67,12 @@ FILE = "totals.md: exists, 44 bytes, 4 lines:\n 3 a.txt\n 5 b.txt\n 1 c.txt\n 9 
      [], None),
     ("/w/dir1/a.c is listed", "a.c is listed", ["shell: find /w -name '*.h' → "], "", [], ["/w/dir1/a.c"], [],
      MISSING.format(name="/w/dir1/a.c")),
+    # #25's eval, fs3 task 2: no file named, but the evidence is R3's sentence saying the criterion back
+    (FS3_TASK2, FS3_SAID, FS3_GLOB, FS3_SAID, [], [], [], ECHOED),
+    (FS3_TASK2, "glob: *.c → /w/dir1/file.c /w/dir1/hello.c", FS3_GLOB, FS3_SAID, [], [], [], None),
+    # the answer is the product and the evidence quotes it: not an echo of the criterion
+    ("a joke about cats is told", "Why did the cat sit on the computer? To keep an eye on the mouse.",
+     ["shell: echo ok → ok"], "Why did the cat sit on the computer? To keep an eye on the mouse.", [], [], [], None),
     # no file at all: the answer may be the product
     ("a greeting is printed", "Hello there my friend", [], "Hello there my friend", [], [], [], None),
 ])
@@ -81,3 +107,14 @@ def test_overrule_turns_only_passes_and_says_why():
     assert turned == ["a"]
     assert [(v.verdict, v.failure_class, v.evidence) for v in out] == [
         ("fail", "logical", "no"), ("pass", None, "e"), ("fail", "environmental", "net down")]
+
+
+@pytest.mark.parametrize("evidence, criterion, expected", [
+    (FS3_SAID, FS3_TASK2, True),
+    ("The total number of lines is calculated correctly.", "The total number of lines is calculated correctly", True),
+    ("The total number of lines is calculated correctly.", T14_TASK, False),  # t14's R4b: 4 of 11 words
+    ("3 a.txt 5 b.txt 1 c.txt 9 total", T14_TASK, False),
+    ("it is done", "it is done", False),  # under three words of three letters: never an echo
+])
+def test_echoes(evidence, criterion, expected):
+    assert echoes(evidence, criterion) is expected

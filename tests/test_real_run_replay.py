@@ -116,9 +116,9 @@ def test_run_t16_replayed_r4b_passes_failed_by_code_and_the_run_abandons(scripte
     _, records = load_run(load_settings().home_dir)
     r4b = [(r["round"], r["verdicts"][0]["evidence"].split(":")[0]) for r in records
            if r["kind"] == "grounded" and r.get("role") == "R4b"]
-    assert r4b == [(2, "totals.md does not exist (code looked after the work, and no tool call names it)"),
-                   (3, "the evidence is the executor's own claim, found in no tool call and no file as code read it"),
-                   (4, "the evidence is the executor's own claim, found in no tool call and no file as code read it")]
+    assert [n for n, _ in r4b] == [2, 3, 4]
+    assert r4b[0][1] == "totals.md does not exist (code looked after the work, and no tool call names it)"
+    assert all(why.startswith("the evidence is the executor's own claim") for _, why in r4b[1:])  # said back
     assert sum(1 for r in records if r["kind"] == "grounded" and r.get("role") != "R4b") == 2  # R4a's, round 2
     assert "R4b's pass failed by code (Law 0, round 2): totals.md contains" in "\n".join(render(records))
     assert (folder / "totals.md").read_text().split() == ["3", "5", "1", "1", "10"]  # round 4's, as in t16

@@ -12,7 +12,7 @@ from artoo.config.contracts import CorrectionSignal, Criterion, SubTask
 from artoo.config.errors import EnvironmentalFailure
 from artoo.tasks.llm.base import ToolCallRequest, ToolTurn
 from artoo.tasks.llm.fake import ScriptedLLM
-from artoo.tasks.roles.executor import execute
+from artoo.tasks.roles.executor import execute, printed, with_printed
 from artoo.tasks.roles.prompting import FENCE_OPEN
 
 SUBTASK = SubTask(subtask_id="5f0c1e9a-0000-4000-8000-000000000001", parent_task_id="count_py",
@@ -218,3 +218,39 @@ def test_after_a_tool_result_the_checklist_says_which_named_files_exist_now(tmp_
     assert "as they are now" not in first
     assert f"The files these name, as they are now:\n- totals.md: does not exist in {tmp_path}" in after_one
     assert "The files these name, as they are now:\n- totals.md: exists, 8 bytes, 1 line" in after_two
+
+
+FS3_FIND = ("/tmp/e/root/workspace\n/tmp/e/root/workspace/files.txt\n/tmp/e/root/workspace/dir1\n"
+            "/tmp/e/root/workspace/dir1/hello.c\n[exit code 0]")
+FS3_SAID = "The files in /tmp/e/root/workspace which are modified 30 days ago are listed in the output."
+
+
+@pytest.mark.parametrize("answer, tool, output, added", [
+    # #25's eval, fs3 task 1 (paths shortened): a sentence about the list, and no list
+    (FS3_SAID, "shell", FS3_FIND, True),
+    ("12", "shell", "12\n[exit code 0]", False),  # the answer is the data
+    ("a.py and b.py", "glob", "/srv/proj/a.py\n/srv/proj/b.py", False),  # file names of the listed paths
+    ("found a.py", "glob", "/p/a.py\n/p/b.py\n/p/c.py", True),  # one of three is not the list
+    ("There are 3 lines in a.txt", "shell", "3 a.txt\n[exit code 0]", False),
+    ("totals.md written", "", [], False),  # the last call was a write or printed nothing: nothing to add
+])
+def test_an_answer_without_what_the_listing_printed_gets_it(answer, tool, output, added):
+    lines = printed(output) if isinstance(output, str) else output
+    got = with_printed(answer, tool, lines)
+    assert got.startswith(answer) and (got != answer) is added
+    if added:
+        assert got.endswith(f"{tool} printed (recorded by code):\n" + "\n".join(lines))
+        assert "[exit code" not in got
+
+
+def test_the_last_call_that_worked_is_the_product():
+    listing = {"shell": "12\n", "glob": "/p/a.py\n/p/b.py", "write_file": "wrote 2 bytes"}
+    said = {"status": "completed", "output": "done"}
+    glob = [{"id": "g", "name": "glob", "arguments": {"pattern": "*.py"}}]
+    write = [{"id": "w", "name": "write_file", "arguments": {"path": "n.txt", "content": "2"}}]
+    result, _, _ = run([glob, said], Toolbox(listing))
+    assert result.output == "done\n\nglob printed (recorded by code):\n/p/a.py\n/p/b.py"
+    result, _, _ = run([glob, write, said], Toolbox(listing))
+    assert result.output == "done"  # the file is the product: the listing before it is not added
+    result, _, _ = run([glob, {"status": "failed", "output": "could not"}], Toolbox(listing))
+    assert result.output == "could not"  # only a completed answer is the result

@@ -14,12 +14,20 @@ its own; a retry is R4a's CorrectionSignal, stated in the next attempt's prompt.
 from __future__ import annotations
 
 import json
+import os
+import re
 
 from artoo.config.contracts import CorrectionSignal, ExecutionResult, SubTask, ToolCall
 from artoo.tasks.roles.prompting import cap, fence_untrusted, file_names, numbered, system, user, working_folder
 
 CALL_OUTPUT_CHARS = 1500
 """Characters of each call's output kept in the structured record (the planner sees it on a replan)."""
+
+PRINTED_CHARS = 4000
+"""Characters of what the last listing printed that are added to an answer which leaves it out."""
+LISTING_TOOLS = frozenset({"shell", "glob", "locate"})
+"""Tools whose printed output is the data a request may ask for ("find the files …", "count …")."""
+_END = re.compile(r"^\[(?:exit code -?\d+|killed by [^\]\n]*)\]$")
 
 ROLE = """Role R3, Executor. Carry out ONE subtask by calling tools, then report honestly.
 Tool priority chain (use the highest applicable tool):
@@ -109,6 +117,44 @@ def _record(name: str, result) -> ToolCall:
                     denied=bool(getattr(result, "denied", False)))
 
 
+def printed(output: str) -> list[str]:
+    """The non-empty lines a listing printed, up to the shell tool's ``[exit code N]`` line."""
+    lines: list[str] = []
+    for line in output.splitlines():
+        if _END.match(line.strip()):
+            break
+        if line.strip():
+            lines.append(line.rstrip())
+    return lines
+
+
+def _quotes(answer: str, lines: list[str]) -> bool:
+    """Whether the answer holds at least half of the printed lines (of the first 50), each as the whole line,
+    its last word or a path's file name, in whole words: one folder named in a sentence is not the list."""
+    text = answer.casefold()
+    shown = lines[:50]
+
+    def held(line: str) -> bool:
+        words = line.strip().casefold()
+        return any(piece and re.search(rf"(?<!\w){re.escape(piece)}(?!\w)", text)
+                   for piece in {words, words.split()[-1], os.path.basename(words.rstrip("/"))})
+    return 2 * sum(1 for line in shown if held(line)) >= len(shown)
+
+
+def with_printed(answer: str, tool: str, lines: list[str]) -> str:
+    """The executor's answer, with what its last listing printed added when the answer quotes none of it.
+
+    Why: the result a person asked for ("find the files modified in the last 30 days") is what the
+    command printed, and a small model answers with a sentence about it.  Qwen2.5-Coder-1.5B ran
+    ``find … -type f -mtime -30`` and answered "the files … are listed in the output" (#25's eval, fs3
+    task 1): the run was accepted and the person was never shown a file.  Code adds the lines, labelled
+    as recorded by code, so the answer holds the data; an answer that quotes half of it is left alone.
+    """
+    if not lines or _quotes(answer, lines):
+        return answer
+    return f"{answer.rstrip()}\n\n{tool} printed (recorded by code):\n{cap(chr(10).join(lines), PRINTED_CHARS)}"
+
+
 def _stopped(subtask: SubTask, reason: str, evidence: list[str], last_text: str | None,
              calls: list[ToolCall]) -> ExecutionResult:
     output = f"stopped before a final answer: {reason}"
@@ -128,6 +174,7 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
     calls: list[ToolCall] = []
     previous: str | None = None
     previous_turn: list[str] = []
+    listing: tuple[str, list[str]] = ("", [])
     while True:
         files = _files_now(toolbox, subtask) if messages[-1].get("role") == "tool" else []
         turn = await llm.tool_turn("R3", with_checklist(messages, subtask, files), toolbox.specs())
@@ -136,8 +183,11 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
             if turn.final is None:
                 return _stopped(subtask, "the model gave neither a tool call nor a final answer",
                                 evidence, note, calls)
+            answer = turn.final.output
+            if turn.final.status == "completed":
+                answer = with_printed(answer, *listing)
             return ExecutionResult(subtask_id=subtask.subtask_id, status=turn.final.status,
-                                   output=turn.final.output, tool_calls=evidence, calls=calls)
+                                   output=answer, tool_calls=evidence, calls=calls)
         asked = [_signature(c.name, c.arguments) for c in turn.tool_calls]
         if len(asked) > 1 and asked == previous_turn:
             return _stopped(subtask, "the same calls were requested again: "
@@ -156,4 +206,6 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
             result = await toolbox.call(call.name, call.arguments)
             evidence.append(result.evidence)
             calls.append(_record(call.name, result))
+            if result.ok:  # the last call that worked is the product: a later write or silent command ends a listing
+                listing = (call.name, printed(result.output)) if call.name in LISTING_TOOLS else ("", [])
             messages.append(_tool_message(call.id, call.name, result))

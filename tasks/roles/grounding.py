@@ -31,6 +31,11 @@ NO_CALL = "no tool was called: a claim about {names} is not evidence (read, list
 MISSING = ("{name} does not exist (code looked after the work, and no tool call names it): "
            "a criterion about it cannot pass")
 """Why a pass on a file that is not there fails."""
+ECHO_SHARE = 0.7
+"""Share of a criterion's words an evidence must repeat to be read as the criterion said back."""
+ECHOED = ("the evidence is the executor's own claim restating the criterion, found in no tool call: "
+          "a criterion said back is not evidence; quote what a tool printed")
+"""Why a pass whose evidence is the executor's restatement of the criterion fails, whatever it is about."""
 CLAIMED = ("the evidence is the executor's own claim, found in no tool call and no file as code read it: "
            "quote what a tool printed or what the file holds")
 """Why a pass whose evidence is the executor's sentence fails."""
@@ -46,6 +51,14 @@ def claim_only(evidence: str, claim: str, ground: str) -> bool:
     (all three as ``words``)."""
     said = words(evidence)
     return said.count(" ") >= CLAIM_WORDS - 1 and f" {said} " in f" {claim} " and f" {said} " not in f" {ground} "
+
+
+def echoes(evidence: str, criterion: str) -> bool:
+    """True when the evidence restates the criterion: it holds at least ECHO_SHARE of the criterion's words of
+    three letters or more (a criterion with fewer than three such words is never echoed)."""
+    wanted = {w for w in words(criterion).split() if len(w) >= 3}
+    said = set(words(evidence).split())
+    return len(wanted) >= 3 and len(wanted & said) >= ECHO_SHARE * len(wanted)
 
 
 def missing(criterion: str, absent: list[str], calls: str) -> str | None:
@@ -65,19 +78,21 @@ def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: st
     ``calls``: the tool calls recorded by code; ``claim``: what the executors said; ``found``: the named
     files as code read them; ``absent``: the named files code found missing; ``subject``: files the
     work was to produce, making a criterion that names none a criterion about them.  A criterion about
-    no file is left to the judge: the answer itself may be the product ("a greeting is printed").
+    no file is left to the judge (the answer itself may be the product: "a greeting is printed"), unless
+    its evidence is the executor's sentence saying the criterion back (#25's eval, fs3 task 2: R3 ran
+    ``glob *.c`` with no size test and answered "files … with pattern *.c that larger than 1 Kilobytes
+    exist"; R4a and R4b passed that sentence).
     """
     named = file_paths(criterion) or list(subject)
-    if not named:
-        return None
     if not calls:
-        return NO_CALL.format(names=", ".join(named))
+        return NO_CALL.format(names=", ".join(named)) if named else None
     gone = missing(criterion, absent, "\n".join(calls))
     if gone:
         return MISSING.format(name=gone)
-    if claim_only(evidence or "", words(claim), words("\n".join([*calls, *found]))):
-        return CLAIMED
-    return None
+    claimed = claim_only(evidence or "", words(claim), words("\n".join([*calls, *found])))
+    if claimed and echoes(evidence or "", criterion):
+        return ECHOED
+    return CLAIMED if claimed and named else None
 
 
 def overrule(verdicts: list[CriterionVerdict],

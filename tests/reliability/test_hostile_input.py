@@ -102,10 +102,10 @@ def test_hostile_files_and_outputs_reach_the_model_bounded_and_readable(scripted
 
 def test_a_nul_in_a_model_answer_still_reaches_the_auditor(scripted, artoo_env: Path):
     """The bus replaces NUL (PostgreSQL cannot store it): otherwise the server drops the event."""
-    scripted(one_round("nul_answer", [call("shell", command="echo hi")], "looked \u0000 at everything"))
+    scripted(one_round("nul_answer", [call("shell", command="echo hi")], "hi: looked \u0000 at everything"))
     code, out, err = run_cli("run", "--json", "look at the files")
     assert (code, final_from(out)["directive"]) == (0, "accept")
     assert "audit log is missing messages" not in err
     records = [r for _, r, _ in iter_records(AuditPaths(artoo_env / "home").log) if r]
     result = next(r for r in records if r["message"] == "execution_result")
-    assert result["payload"]["output"] == "looked \ufffd at everything"
+    assert result["payload"]["output"] == "hi: looked \ufffd at everything"  # quotes what echo printed: kept as is
