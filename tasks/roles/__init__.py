@@ -3,9 +3,10 @@
 ``perceiver`` (R1: the request → a TaskSpec), ``planner`` (R2: the plan, under the GGS's directive),
 ``executor`` (R3: a subtask through the tools), ``agent_validator`` (R4a: one subtask's criteria),
 ``meta_validator`` (R4b: the task's verdict, the kept results); ``prompting`` (what their prompts
-share), ``session`` (R1's context: the user's last requests), ``task`` (each role as a Prefect task
-that publishes what the role sends on the bus) and ``runtime`` (the run's live objects those tasks
-look up by id: Prefect records parameters, so live objects never travel as one).
+share), ``grounding`` (Law 0 by code: the validators' passes that rest on a claim alone), ``session``
+(R1's context: the user's last requests), ``task`` (each role as a Prefect task that publishes what the
+role sends on the bus) and ``runtime`` (the run's live objects those tasks look up by id: Prefect
+records parameters, so live objects never travel as one).
 """
 
 from artoo import exports
@@ -16,6 +17,7 @@ __all__, __getattr__ = exports(__name__, {
     "executor": ("execute",),
     "agent_validator": ("judge",),
     "meta_validator": ("decide", "judge_task"),
+    "grounding": ("why_ungrounded", "overrule"),
     "session": ("load_history", "append_history", "history_for"),
     "runtime": ("Runtime", "register", "get_runtime", "drop"),
     "task": ("perceive_task", "plan_task", "execute_task", "validate_task", "meta_validate_task",
