@@ -25,15 +25,21 @@ T10 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-6.jsonl"
 REQUEST = "count the lines of every .txt file in this folder and write the totals to totals.md"
 
 
+def three_files(artoo_env: Path) -> Path:
+    """The folder every count-lines try ran in: a.txt (3 lines), b.txt (5) and c.txt (1)."""
+    folder = artoo_env / "workspace"
+    folder.mkdir()
+    for name, text in {"a.txt": "alpha\nbeta\ngamma\n", "b.txt": "1\n2\n3\n4\n5\n", "c.txt": "one\n"}.items():
+        (folder / name).write_text(text)
+    return folder
+
+
 @pytest.mark.usefixtures("prefect_api")
 def test_run_t10_replayed_ends_as_it_did_with_every_tool_run_for_real(scripted, artoo_env):
     from artoo.config.settings import load_settings
     from artoo.tasks.decisions.log import load_run
 
-    folder = artoo_env / "workspace"
-    folder.mkdir()
-    for name, text in {"a.txt": "alpha\nbeta\ngamma\n", "b.txt": "1\n2\n3\n4\n5\n", "c.txt": "one\n"}.items():
-        (folder / name).write_text(text)
+    folder = three_files(artoo_env)
     server = scripted(scenario_from_transcript(T10).model_dump())
     NegotiationStore(negotiated_path(load_settings().home_dir)).remember(
         server.base_url, "scripted", "tools", "content", "t10's home remembered the content protocol")
@@ -73,10 +79,7 @@ def test_run_t14_replayed_no_longer_accepts_a_file_never_written(scripted, artoo
     from artoo.config.settings import load_settings
     from artoo.tasks.decisions.log import load_run
 
-    folder = artoo_env / "workspace"
-    folder.mkdir()
-    for name, text in {"a.txt": "alpha\nbeta\ngamma\n", "b.txt": "1\n2\n3\n4\n5\n", "c.txt": "one\n"}.items():
-        (folder / name).write_text(text)
+    folder = three_files(artoo_env)
     server = scripted(scenario_from_transcript(T14).model_dump())
     code, out, _ = run_cli("run", "--json", REQUEST)
     assert code != 0 and final_from(out)["directive"] != "accept"  # t14 exited 0 here
@@ -103,10 +106,7 @@ def test_run_t16_replayed_r4b_passes_failed_by_code_and_the_run_abandons(scripte
     from artoo.config.settings import load_settings
     from artoo.tasks.decisions.log import load_run
 
-    folder = artoo_env / "workspace"
-    folder.mkdir()
-    for name, text in {"a.txt": "alpha\nbeta\ngamma\n", "b.txt": "1\n2\n3\n4\n5\n", "c.txt": "one\n"}.items():
-        (folder / name).write_text(text)
+    folder = three_files(artoo_env)
     server = scripted(scenario_from_transcript(T16).model_dump())
     NegotiationStore(negotiated_path(load_settings().home_dir)).remember(
         server.base_url, "scripted", "tools", "content", "t16's home remembered the content protocol")
