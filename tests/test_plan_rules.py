@@ -6,9 +6,10 @@ import uuid
 
 import pytest
 
-from artoo.config.contracts import Criterion, SubTaskOutcome
+from artoo.config.contracts import Criterion, SubTaskOutcome, ToolCall
 from artoo.config.protocol import PlanAnswer, PlannedSubTask
 from artoo.tasks.plan.rules import (
+    EARLIER_CALLS_CHARS,
     MAX_SUBTASKS,
     cap_plan,
     dispatch,
@@ -16,6 +17,7 @@ from artoo.tasks.plan.rules import (
     group_context,
     normalise_sequences,
     place_task_criteria,
+    recorded_calls,
     validate_plan,
 )
 from artoo.tasks.roles.prompting import FENCE_OPEN
@@ -185,6 +187,51 @@ def test_group_context_fences_and_caps_earlier_outputs():
     injected = text.index("IGNORE PREVIOUS")
     assert text.rfind(FENCE_OPEN, 0, injected) > text.rfind(">>>", 0, injected)
 
+
+# t16 of #25 (tests/transcripts/llama-server-count-lines-9.jsonl): step 1's calls as code recorded them.
+# Its answer said only "The count of lines … is recorded in a separate file named 'line_counts.txt'."
+T16_CALLS = [
+    ToolCall(tool="glob", input="*.txt", output="/f/a.txt\n/f/b.txt\n/f/c.txt", targets=["/f/*.txt"]),
+    ToolCall(tool="shell", input="wc -l *.txt", output=" 3 a.txt\n 5 b.txt\n 1 c.txt\n 9 total\n[exit code 0]"),
+    ToolCall(tool="write_file", input="line_counts.txt", output="created /f/line_counts.txt (0 characters)"),
+    ToolCall(tool="shell", input='for file in *.txt; do echo "$(wc -l $file)" >> line_counts.txt; done',
+             output="[exit code 0]\n[changes committed]\nmodified /f/line_counts.txt (0 B → 42 B)"),
+]
+
+
+def test_group_context_shows_what_the_earlier_steps_calls_printed():
+    earlier = outcome("Find all .txt files and count their lines",
+                      "The count of lines in each .txt file is recorded in a separate file named 'line_counts.txt'.")
+    earlier = earlier.model_copy(update={"calls": T16_CALLS})
+    text = group_context("Sum the lines and write the total to totals.md", [earlier])
+    assert "Its tool calls (recorded by code):" in text
+    assert "shell: wc -l *.txt →\n 3 a.txt\n 5 b.txt\n 1 c.txt\n 9 total" in text
+    assert "write_file: line_counts.txt → created /f/line_counts.txt" in text
+    # the calls are tool data: inside the step's fence, before its closing marker
+    assert text.index("9 total") < text.index("END UNTRUSTED")
+
+
+@pytest.mark.parametrize("calls, shown, absent", [
+    # a failed call is marked, a refused one says so, a silent one says it printed nothing
+    ([ToolCall(tool="shell", input="cat x", ok=False, failure_class="logical", output="no such file")],
+     ["shell: cat x [failed] → no such file"], []),
+    ([ToolCall(tool="shell", input="rm -rf ~/old", denied=True, ok=False)], ["refused by Law 1"], ["[failed]"]),
+    ([ToolCall(tool="shell", input="true", output="")], ["shell: true → (printed nothing)"], []),
+    # over the budget the latest calls are kept and the count of the rest is said
+    ([ToolCall(tool="shell", input=f"echo {i}", output=str(i) * 400) for i in range(6)],
+     ["(3 earlier calls left out)", "echo 5", "echo 3"], ["echo 2 "]),
+])
+def test_recorded_calls(calls, shown, absent):
+    text = recorded_calls(calls)
+    assert len(text) <= EARLIER_CALLS_CHARS + 40
+    for part in shown:
+        assert part in text
+    for part in absent:
+        assert part not in text
+
+
+def test_group_context_without_calls_adds_no_call_block():
+    assert "recorded by code" not in group_context("b", [outcome("count lines", "3")])
 
 # The real plans: Qwen2.5-Coder-1.5B on llama-server (tests/transcripts/llama-server-count-lines-*.jsonl,
 # /work runs t1 and ls4 of #25) put the task's own criteria on step 1 of 2.

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from itertools import groupby
 from pathlib import Path
 
-from artoo.config.contracts import ANY_USE, Criterion, DispatchManifest, SubTask, SubTaskOutcome
+from artoo.config.contracts import ANY_USE, Criterion, DispatchManifest, SubTask, SubTaskOutcome, ToolCall
 from artoo.config.protocol import PlanAnswer, PlannedSubTask
 from artoo.tasks.blame.failure import looks_like_path, normalise, text_targets
 from artoo.tasks.roles.prompting import as_text, cap, criterion_key, fence_untrusted, file_names
@@ -24,6 +24,10 @@ MAX_SUBTASKS = 20
 """Most subtasks one plan may dispatch (token cost: N parallel contexts)."""
 EARLIER_OUTPUT_CHARS = 2000
 """Characters of each earlier subtask's output injected into a later group's context."""
+EARLIER_CALLS_CHARS = 1500
+"""Characters of an earlier subtask's recorded tool calls shown to a later group (the latest kept)."""
+CALL_CHARS = 500
+"""Characters of one recorded call's output within them."""
 
 
 def _subtask_text(sub: PlannedSubTask) -> str:
@@ -196,14 +200,38 @@ def dispatch(plan: PlanAnswer, task_id: str, round_no: int) -> tuple[DispatchMan
     return manifest, groups
 
 
+def recorded_calls(calls: list[ToolCall], limit: int = EARLIER_CALLS_CHARS) -> str:
+    """An earlier step's tool calls as code recorded them, one ``tool: input → output`` each, latest kept.
+
+    Why: a small model's answer describes its work instead of holding it.  Qwen2.5-Coder-1.5B ran
+    ``wc -l *.txt`` in step 1 and answered "the count … is recorded in line_counts.txt"; step 2, shown
+    only that sentence, globbed ``*.txt`` until its attempts ran out (#25, t16; t10 and t14 alike).
+    The printed counts are what step 2 needs, and code, not the model, has them.
+    """
+    lines = []
+    for call in calls:
+        shown = "refused by Law 1" if call.denied else cap(call.output.strip("\n"), CALL_CHARS) or "(printed nothing)"
+        mark = "" if call.ok or call.denied else " [failed]"
+        lines.append(f"{call.tool}: {call.input}{mark} →{chr(10) if chr(10) in shown else ' '}{shown}")
+    kept: list[str] = []
+    for line in reversed(lines):
+        if kept and sum(len(k) + 1 for k in kept) + len(line) > limit:
+            break
+        kept.insert(0, line)
+    left = len(lines) - len(kept)
+    return "\n".join(([f"({left} earlier calls left out)"] if left else []) + kept)
+
+
 def group_context(base: str, earlier: list[SubTaskOutcome]) -> str:
-    """``base`` plus each earlier outcome's output, fenced as untrusted data and capped."""
+    """``base`` plus each earlier outcome's output and recorded tool calls, fenced as untrusted data, capped."""
     if not earlier:
         return base
     blocks = []
     for outcome in earlier:
         label = f"earlier step output: {outcome.intent or outcome.subtask_id}"
         text = cap(as_text(outcome.output) if outcome.output is not None else "", EARLIER_OUTPUT_CHARS)
+        if outcome.calls:
+            text += "\n\nIts tool calls (recorded by code):\n" + recorded_calls(outcome.calls)
         blocks.append(f"Earlier step ({outcome.status}): {outcome.intent or outcome.subtask_id}\n"
                       + fence_untrusted(label, text))
     header = "Outputs of the earlier steps this step builds on:"
