@@ -253,6 +253,16 @@ def test_blamed_tools_spare_the_tools_that_matched(outcomes, logical_only, tools
     assert blamed_tools(outcomes, logical_only) == tools
 
 
+@pytest.mark.parametrize(("worked_before", "tools"), [
+    ((), ["shell", "glob"]),
+    (["shell"], ["glob"]),  # t17 of #25: shell matched in round 1
+    (["shell", "glob", "read_file"], []),
+])
+def test_blamed_tools_spare_the_tools_that_matched_in_earlier_rounds(worked_before, tools):
+    failed = outcome(cls="logical", legacy=["shell: wc -l *.txt → 9 total", "glob: *.txt → a.txt"])
+    assert blamed_tools([failed], True, worked_before) == tools
+
+
 def test_refusals_say_what_was_refused_and_why():
     said = refusals([outcome("denied", calls=[LAW1_NO]), outcome(calls=[WRITE_DENIED_ROOT])])
     assert len(said) == 1 and said[0].startswith("write_file report.md — [LAW1] denied")

@@ -288,6 +288,15 @@ def test_change_approach_blocks_the_logically_failing_tools():
     assert decision.directive.failure_class == "mixed"
 
 
+def test_change_approach_spares_a_tool_that_matched_in_an_earlier_round():
+    """t17 of #25: ``shell`` counted the lines in a matched round-1 step; the round-2 step ran the same
+    command and never wrote the file.  Blocking ``shell`` left round 3 nothing to count with."""
+    counted = out("matched", [v("c", "pass")], tools=["shell: wc -l *.txt → 9 total"])
+    decisions = run(ctrl(), [rr([failing(1, 2, "environmental", [A_CSV])], ok=[counted]), rr(THREE_WAY)])
+    assert decisions[-1].state == "change_approach"
+    assert decisions[-1].directive.blocked_tools == ["glob"]
+
+
 def test_failed_criterion_is_the_most_persistent():
     traj = [GapPoint(attempt=i, score=0.0, unmet_criteria=["exists"]) for i in (1, 2, 3)]
     once = [GapPoint(attempt=1, score=0, unmet_criteria=["non-empty"])]

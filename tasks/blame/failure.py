@@ -317,19 +317,29 @@ def outcome_tools(outcome: SubTaskOutcome) -> list[str]:
     return list(dict.fromkeys(name for name in names if name))
 
 
-def blamed_tools(outcomes: Iterable[SubTaskOutcome], logical_only: bool = False) -> list[str]:
+def matched_tools(outcomes: Iterable[SubTaskOutcome]) -> list[str]:
+    """The tools of the subtasks that matched: tools that did their job in this task."""
+    return list(dict.fromkeys(tool for o in outcomes if outcome_kind(o) == "matched" for tool in outcome_tools(o)))
+
+
+def blamed_tools(outcomes: Iterable[SubTaskOutcome], logical_only: bool = False,
+                 worked_before: Iterable[str] = ()) -> list[str]:
     """The tools a logical failure blocks: those of the failing subtasks, minus any a subtask matched with.
 
     ``logical_only`` narrows to the logically failing subtasks when there are any
     (change_approach).  A tool that just did its job for another subtask of the same round
     (read_file reading the user's data.csv) is not the wrong approach: blocking it would
-    take the working step away from the next plan too.
+    take the working step away from the next plan too.  ``worked_before``: the tools a subtask
+    of an earlier round of the task matched with, spared for the same reason.  In t17 of #25 the
+    1.5B model's round-1 step counted with ``glob`` and ``shell`` and matched; its round-2 step ran
+    the same ``wc -l *.txt`` but never wrote totals.md, and change_approach blocked ``glob`` and
+    ``shell``: round 3 was left read_file and write_file to count lines with.
     """
     outcomes = list(outcomes)
     failed = [o for o in outcomes if outcome_kind(o) == "failed"]
     if logical_only:
         failed = [o for o in failed if _dominant_class(o) == "logical"] or failed
-    worked = {tool for o in outcomes if outcome_kind(o) == "matched" for tool in outcome_tools(o)}
+    worked = {*matched_tools(outcomes), *worked_before}
     return [tool for tool in dict.fromkeys(t for o in failed for t in outcome_tools(o)) if tool not in worked]
 
 

@@ -32,7 +32,7 @@ from artoo.config.contracts import (
 from artoo.config.settings import GGSParams, load_settings
 from artoo.memory.tags import ENV_LOCAL, episode_content, intent_space, path_entity, tool_space
 from artoo.tasks.blame.access import attributed_blocks
-from artoo.tasks.blame.failure import blamed_tools, outcome_counts, refusals, walk_notes_of
+from artoo.tasks.blame.failure import blamed_tools, matched_tools, outcome_counts, refusals, walk_notes_of
 from artoo.tasks.ggs.maths import (
     ACTION_STATES,
     LOGICAL_STATES,
@@ -100,6 +100,8 @@ class GGSController:
         self._new_targets: dict[BlockedTarget, str] = {}
         self._refused: dict[str, None] = {}
         self._tools_ever: dict[str, None] = {}
+        self._worked: dict[str, None] = {}
+        """The tools a subtask matched with in an earlier round: never blocked as the wrong approach."""
         self._tried: dict[str, None] = {}
         self._persistence: Counter[str] = Counter()
         self._open: dict[str, None] = {}
@@ -129,6 +131,7 @@ class GGSController:
         self._refused.update(dict.fromkeys(refusals(reading.outcomes)))
         tools = self._blocked_tools(state, reading.outcomes)
         self._tools_ever.update(dict.fromkeys(tools))
+        self._worked.update(dict.fromkeys(matched_tools(reading.outcomes)))
         loss_ = Loss(D=reading.D, P=reading.P, Omega=reading.omega, L=reading.L)
         directive = final = None
         if state in ACTION_STATES:
@@ -202,10 +205,10 @@ class GGSController:
 
     def _blocked_tools(self, state: str, outcomes: list[SubTaskOutcome]) -> list[str]:
         """break_symmetry blocks the failing subtasks' tools; change_approach the logical ones' (never a
-        tool a subtask of the round matched with: artoo.tasks.blame.failure.blamed_tools)."""
+        tool a subtask of this task matched with: artoo.tasks.blame.failure.blamed_tools)."""
         if state not in LOGICAL_STATES:
             return []
-        return blamed_tools(outcomes, logical_only=state == "change_approach")
+        return blamed_tools(outcomes, logical_only=state == "change_approach", worked_before=self._worked)
 
     def _most_persistent(self, failing: list[tuple[str, int]]) -> str:
         if not failing:
