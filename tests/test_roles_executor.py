@@ -104,12 +104,25 @@ def test_limit_counts_calls_within_one_turn():
     assert len(toolbox.calls) == 2 and result.status == "uncertain"
 
 
-def test_two_identical_consecutive_calls_end_the_attempt():
-    turns = [shell("wc -l x"), shell("wc -l x", "c2"), {"status": "completed", "output": "1"}]
+def test_a_call_asked_twice_in_a_row_is_not_run_and_a_third_time_ends_the_attempt():
+    turns = [shell("wc -l x"), shell("wc -l x", "c2"), shell("wc -l x", "c3"), {"status": "completed", "output": "1"}]
     result, llm, toolbox = run(turns)
     assert toolbox.calls == [("shell", {"command": "wc -l x"})]
     assert result.status == "uncertain" and "twice in a row" in result.output
-    assert len(llm.calls) == 2
+    assert len(llm.calls) == 3
+    said = llm.calls[2]["messages"][-1]
+    assert said["tool_call_id"] == "c2" and said["content"].startswith("tool shell status: not run")
+
+
+def test_after_the_repeat_reminder_the_model_can_go_on():
+    """t18 of #25: ``glob *.txt`` asked again right after it answered, on each attempt of round 1."""
+    glob = [{"id": "g1", "name": "glob", "arguments": {"pattern": "*.txt"}}]
+    turns = [glob, [{**glob[0], "id": "g2"}], shell("wc -l *.txt > totals.md"),
+             {"status": "completed", "output": "totals.md holds 12"}]
+    result, llm, toolbox = run(turns)
+    assert [name for name, _ in toolbox.calls] == ["glob", "shell"]
+    assert result.status == "completed" and len(llm.calls) == 4
+    assert "Use that output" in llm.calls[2]["messages"][-1]["content"]
 
 
 def test_same_call_after_a_different_one_is_allowed():

@@ -4,7 +4,8 @@ The model chooses tools; code runs them and records the evidence.  Each ``tool_c
 entry is the toolbox's own ``name: input → firstN(output, 200)`` line, never text the
 model wrote, so R4a judges against what really happened (Law 0).  Tool output returns to
 the model fenced as untrusted data.  Code also bounds the attempt: at most
-``max_tool_calls`` calls, and the same call twice in a row ends it, as does a turn asking for the
+``max_tool_calls`` calls; the same call asked right after itself is not run (the model is told why),
+and asked once more it ends the attempt, as does a turn asking for the
 same several calls as the turn before (Qwen2.5-Coder-1.5B repeated ``glob`` then
 ``cat *.txt | wc -l >> totals.md`` four turns running, appending to the file each time) — all end as
 ``uncertain`` with the reason, never as a claimed success.  The executor never retries on
@@ -40,7 +41,7 @@ Rules:
 - Your first answer is a tool call: you know nothing about the files or the machine until a tool's output
   tells you, and a result without a tool call is rejected.
 - Never pretend a tool ran or invent its output; the recorded tool calls are the evidence of your work.
-- Do not repeat a call that already answered; two identical calls in a row end the attempt.
+- Do not repeat a call that already answered: a call asked twice in a row is not run, a third ends the attempt.
 - When the tool output shows the subtask is done (or that it cannot be done), call no more tools and
   answer with only a JSON object:
   {"status": "completed" | "uncertain" | "failed", "output": "<the result itself: the data, paths, counts>"}
@@ -110,6 +111,19 @@ def _tool_message(call_id: str, name: str, result) -> dict:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
+def _repeat_message(call_id: str, name: str) -> dict:
+    """The answer to a call asked twice in a row, once per attempt: not run, and what to do instead.
+
+    Why: Qwen2.5-Coder-1.5B asks for ``glob *.txt`` again right after it answered.  In t18 of #25 every
+    attempt of round 1 was ``glob``, ``glob``, and round 2's ``locate``, ``locate``: ending the attempt at
+    the repeat spent it before the model was ever told that the output it needed was in front of it.
+    Asked once more, the call still ends the attempt."""
+    text = (f"tool {name} status: not run\nNot run: this is the same call as the one just before, and its "
+            "output is above. Use that output: make the next call the subtask needs, or give the final "
+            "answer. Asking for the same call again ends this attempt.")
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
 def _record(name: str, result) -> ToolCall:
     """The structured record of one call: what a failure is attributed to, and what the planner sees."""
     return ToolCall(tool=name, input=getattr(result, "input", ""), targets=list(getattr(result, "targets", [])),
@@ -174,6 +188,7 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
     calls: list[ToolCall] = []
     previous: str | None = None
     previous_turn: list[str] = []
+    reminded = False
     listing: tuple[str, list[str]] = ("", [])
     while True:
         files = _files_now(toolbox, subtask) if messages[-1].get("role") == "tool" else []
@@ -197,8 +212,12 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
         for call in turn.tool_calls:
             signature = _signature(call.name, call.arguments)
             if signature == previous:
-                return _stopped(subtask, f"the same call was requested twice in a row: {call.name} "
-                                         f"{json.dumps(call.arguments, default=str)[:200]}", evidence, note, calls)
+                if reminded:
+                    return _stopped(subtask, f"the same call was requested twice in a row: {call.name} "
+                                             f"{json.dumps(call.arguments, default=str)[:200]}", evidence, note, calls)
+                reminded = True
+                messages.append(_repeat_message(call.id, call.name))
+                continue
             if len(evidence) >= max_tool_calls:
                 return _stopped(subtask, f"the tool-call limit of {max_tool_calls} was reached",
                                 evidence, note, calls)
