@@ -107,9 +107,10 @@ def test_endless_output_is_quoted_briefly(ran: dict[str, Ran]):
     assert len(final["summary"]) < 4000 and "and then again" in final["summary"]
 
 
-def test_an_executor_repeating_itself_is_stopped_at_the_second_identical_call(ran: dict[str, Ran]):
+def test_an_executor_repeating_itself_is_told_once_then_stopped_at_the_third_identical_call(ran: dict[str, Ran]):
     turns = [r for r in ran["endless_tool_calls"].requests if r["schema"] == "tools"]
-    assert len(turns) == 2
+    assert len(turns) == 3
+    assert "status: not run" in str(turns[2]["body"]["messages"][-1]["content"])
     assert "the same call was requested twice in a row" in str(
         [r for r in ran["endless_tool_calls"].requests if r["schema"] == "AgentVerdict"][0]["body"])
 
