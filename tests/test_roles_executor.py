@@ -125,6 +125,35 @@ def test_after_the_repeat_reminder_the_model_can_go_on():
     assert "Use that output" in llm.calls[2]["messages"][-1]["content"]
 
 
+def _write(content: str, call_id: str) -> dict:
+    return {"id": call_id, "name": "write_file", "arguments": {"path": "totals.md", "content": content}}
+
+
+def test_a_write_composed_before_the_output_it_needs_is_not_run():
+    """t19 of #25, one turn as the model sent it: glob, wc, and a write of ``{{ total_lines }}``."""
+    first = [{"id": "g1", "name": "glob", "arguments": {"pattern": "*.txt"}}, *shell("wc -l *.txt", "s1"),
+             _write("{{ total_lines }}", "w1")]
+    turns = [first, [_write("12", "w2")], {"status": "completed", "output": "totals.md holds 12"}]
+    toolbox = Toolbox({"shell": "12\n", "glob": "a.txt", "write_file": "created totals.md"})
+    result, llm, toolbox = run(turns, toolbox)
+    assert [(name, args.get("content")) for name, args in toolbox.calls] == [("glob", None), ("shell", None),
+                                                                             ("write_file", "12")]
+    held = llm.calls[1]["messages"][-1]
+    assert held["tool_call_id"] == "w1" and held["content"].startswith("tool write_file status: not run")
+    assert "before its output came back" in held["content"]
+    assert result.status == "completed" and len(result.tool_calls) == 3
+
+
+@pytest.mark.parametrize("turn", [
+    [_write("notes", "w1"), {"id": "g1", "name": "glob", "arguments": {"pattern": "*.txt"}}],  # write first
+    [{"id": "g1", "name": "glob", "arguments": {"pattern": "*.none"}}, _write("notes", "w1")],  # glob found nothing
+])
+def test_a_write_that_no_printed_output_preceded_runs(turn):
+    outputs = {"glob": "" if turn[0]["name"] == "glob" else "a.txt", "write_file": "created totals.md"}
+    _, _, toolbox = run([turn, {"status": "completed", "output": "done"}], Toolbox(outputs))
+    assert [name for name, _ in toolbox.calls] == [c["name"] for c in turn]
+
+
 def test_same_call_after_a_different_one_is_allowed():
     turns = [shell("a"), shell("b", "c2"), shell("a", "c3"), {"status": "completed", "output": "done"}]
     result, _, toolbox = run(turns)

@@ -42,6 +42,8 @@ Rules:
   tells you, and a result without a tool call is rejected.
 - Never pretend a tool ran or invent its output; the recorded tool calls are the evidence of your work.
 - Do not repeat a call that already answered: a call asked twice in a row is not run, a third ends the attempt.
+- A file that must hold a tool's output is written in the turn after that output came back: a write_file
+  asked in the same turn as the call whose output it needs is not run.
 - When the tool output shows the subtask is done (or that it cannot be done), call no more tools and
   answer with only a JSON object:
   {"status": "completed" | "uncertain" | "failed", "output": "<the result itself: the data, paths, counts>"}
@@ -111,17 +113,26 @@ def _tool_message(call_id: str, name: str, result) -> dict:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-def _repeat_message(call_id: str, name: str) -> dict:
-    """The answer to a call asked twice in a row, once per attempt: not run, and what to do instead.
+REPEATED = ("this is the same call as the one just before, and its output is above. Use that output: make "
+            "the next call the subtask needs, or give the final answer. Asking for the same call again ends "
+            "this attempt.")
+"""Why a call asked twice in a row is not run, once per attempt (the second repeat ends the attempt).
 
-    Why: Qwen2.5-Coder-1.5B asks for ``glob *.txt`` again right after it answered.  In t18 of #25 every
-    attempt of round 1 was ``glob``, ``glob``, and round 2's ``locate``, ``locate``: ending the attempt at
-    the repeat spent it before the model was ever told that the output it needed was in front of it.
-    Asked once more, the call still ends the attempt."""
-    text = (f"tool {name} status: not run\nNot run: this is the same call as the one just before, and its "
-            "output is above. Use that output: make the next call the subtask needs, or give the final "
-            "answer. Asking for the same call again ends this attempt.")
-    return {"role": "tool", "tool_call_id": call_id, "content": text}
+Qwen2.5-Coder-1.5B asks for ``glob *.txt`` again right after it answered.  In t18 of #25 every attempt
+of round 1 was ``glob``, ``glob``, and round 2's ``locate``, ``locate``: ending the attempt at the repeat
+spent it before the model was ever told that the output it needed was in front of it."""
+WRITTEN_BLIND = ("this write was composed in the same turn as {tool}, before its output came back, so it "
+                 "cannot hold that output. Write the file again now, with the output above in it.")
+"""Why a write_file after a call that printed data in the same turn is not run.
+
+The model asks for all of a turn's calls before any runs.  In t19 of #25 one turn held ``glob *.txt``,
+``wc -l *.txt`` and ``write_file totals.md`` with the content ``{{ total_lines }}``: a placeholder for
+counts it had not seen.  Held back, the write comes again in the next turn, after the counts."""
+
+
+def _not_run(call_id: str, name: str, why: str) -> dict:
+    """The tool message for a call code did not run, and why: the model reads it like any tool result."""
+    return {"role": "tool", "tool_call_id": call_id, "content": f"tool {name} status: not run\nNot run: {why}"}
 
 
 def _record(name: str, result) -> ToolCall:
@@ -209,6 +220,7 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
                             + ", ".join(c.name for c in turn.tool_calls), evidence, note, calls)
         previous_turn = asked
         messages.append(turn.assistant_message)
+        blind_after = ""  # a call of this turn that printed data: a write after it was composed without it
         for call in turn.tool_calls:
             signature = _signature(call.name, call.arguments)
             if signature == previous:
@@ -216,7 +228,10 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
                     return _stopped(subtask, f"the same call was requested twice in a row: {call.name} "
                                              f"{json.dumps(call.arguments, default=str)[:200]}", evidence, note, calls)
                 reminded = True
-                messages.append(_repeat_message(call.id, call.name))
+                messages.append(_not_run(call.id, call.name, REPEATED))
+                continue
+            if call.name == "write_file" and blind_after:
+                messages.append(_not_run(call.id, call.name, WRITTEN_BLIND.format(tool=blind_after)))
                 continue
             if len(evidence) >= max_tool_calls:
                 return _stopped(subtask, f"the tool-call limit of {max_tool_calls} was reached",
@@ -227,4 +242,6 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
             calls.append(_record(call.name, result))
             if result.ok:  # the last call that worked is the product: a later write or silent command ends a listing
                 listing = (call.name, printed(result.output)) if call.name in LISTING_TOOLS else ("", [])
+                if listing[1] and not blind_after:
+                    blind_after = f"{call.name} {getattr(result, 'input', '')}".strip()
             messages.append(_tool_message(call.id, call.name, result))
