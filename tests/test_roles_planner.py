@@ -102,3 +102,7 @@ def test_the_worked_example_in_the_prompt_is_a_plan_the_rules_accept():
     assert validate_plan(example, set(), set()) == []
     (only,) = example.subtasks
     assert "big.txt" in only.intent and any("big.txt" in c.criterion for c in only.success_criteria)
+    # the model copies the step criterion: it says what the file holds in the task criterion's own words
+    # ("holds one .log file name" came back as "totals.md exists and holds one .txt file name": t17, t19)
+    held = example.task_criteria[0].criterion.split(" holds ", 1)[1]
+    assert all(c.criterion.endswith(held) for c in only.success_criteria)

@@ -34,7 +34,8 @@ does it, so the plan is one subtask:
  "subtasks": [{"sequence": 1,
    "intent": "Find the largest .log file in the working folder and write its name to big.txt",
    "context": "The .log files are in the working folder; big.txt is new, in the same folder",
-   "success_criteria": [{"criterion": "big.txt exists and holds one .log file name", "mode": "verifiable"}],
+   "success_criteria": [{"criterion": "big.txt exists and holds the name of the largest .log file",
+                         "mode": "verifiable"}],
    "tools": ["shell"]}]}"""
 """A worked plan.  Why: Qwen2.5-Coder-1.5B split "count the lines … and write the totals to totals.md" into
 "find and count" and "write totals.md" (#25, runs t7 and t8); the first step's executor answered with a
@@ -43,7 +44,9 @@ one-subtask plan that writes its file is what a small model copies best; it is a
 Its context names no command: with one (``ls -S *.log | head -n 1 > big.txt``) the model put a command of
 its own in every context, and its commands were wrong (t10: an ``awk`` sum over ``wc -l``'s output that
 counted the "total" line again; t11: ``find … | wc -l``, which counts files, not lines) while the
-executor's own were right."""
+executor's own were right.  Its step criterion says what the file holds in the task criterion's words: the
+model copies it, and "holds one .log file name" came back as "totals.md exists and holds one .txt file
+name" (t17 and t19 of #25, round 2), a criterion no right totals.md meets."""
 
 ROLE = f"""Role R2, Planner. Turn the task into a plan for executor agents.
 {TOOLS}
