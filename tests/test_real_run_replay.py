@@ -122,3 +122,31 @@ def test_run_t16_replayed_r4b_passes_failed_by_code_and_the_run_abandons(scripte
     assert sum(1 for r in records if r["kind"] == "grounded" and r.get("role") != "R4b") == 2  # R4a's, round 2
     assert "R4b's pass failed by code (Law 0, round 2): totals.md contains" in "\n".join(render(records))
     assert (folder / "totals.md").read_text().split() == ["3", "5", "1", "1", "10"]  # round 4's, as in t16
+
+
+T19 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-10.jsonl"
+
+
+@pytest.mark.usefixtures("prefect_api")
+def test_run_t19_replayed_the_placeholder_written_blind_is_not_run(scripted, artoo_env):
+    """Run t19 asked for ``glob``, ``wc -l *.txt`` and ``write_file totals.md "{{ total_lines }}"`` in one
+    turn: the write was composed before the counts came back, and totals.md held the placeholder.  Replayed,
+    the write is not run and the model is told why; its next real answer ("the total number of lines is
+    written to totals.md") is then a claim over a file that does not exist, and code fails R4a's pass."""
+    from artoo.config.settings import load_settings
+    from artoo.tasks.decisions.log import load_run
+
+    folder = three_files(artoo_env)
+    server = scripted(scenario_from_transcript(T19).model_dump())
+    NegotiationStore(negotiated_path(load_settings().home_dir)).remember(
+        server.base_url, "scripted", "tools", "content", "t19's home remembered the content protocol")
+    code, out, _ = run_cli("run", "--json", REQUEST)
+    assert code != 0 and final_from(out)["directive"] != "accept"
+    assert not (folder / "totals.md").exists() or "{{" not in (folder / "totals.md").read_text()
+    turns = [e["body"]["messages"] for e in server.requests if e["schema"] == "tools"]
+    held = str(turns[1][-1]["content"])
+    assert "write_file status: not run" in held and "before its output came back" in held
+    _, records = load_run(load_settings().home_dir)
+    first = next(r for r in records if r["kind"] == "grounded")
+    assert (first.get("role", "R4a"), first["attempt"]) == ("R4a", 1)
+    assert first["verdicts"][0]["evidence"].startswith("totals.md does not exist")
