@@ -14,6 +14,7 @@ from artoo.config.contracts import CriterionVerdict
 from artoo.tasks.roles.grounding import (
     CLAIMED,
     ECHOED,
+    ELSEWHERE,
     MISSING,
     NO_CALL,
     claim_only,
@@ -28,6 +29,12 @@ T14_SAID = "The total number of lines is calculated correctly."  # step 2's exec
 T14_CALLS = ["glob: *.txt → a.txt\nb.txt\nc.txt", "shell: wc -l *.txt →  3 a.txt\n 5 b.txt\n 1 c.txt\n 9 total"]
 WROTE = ["shell: wc -l *.txt > totals.md → [exit code 0]"]
 FILE = "totals.md: exists, 44 bytes, 4 lines:\n 3 a.txt\n 5 b.txt\n 1 c.txt\n 9 total"
+
+
+T19_STEP = "The total number of lines is written to totals.md"  # t19's step criterion; R4a quoted wc's output
+T19_WC = "shell: wc -l *.txt → 3 a.txt\n 5 b.txt\n 1 c.txt\n 9 total"
+T19_FILE = "totals.md: exists, 17 bytes, 1 line:\n{{ total_lines }}"
+T19_WHY = ELSEWHERE.format(name="totals.md", head="{{ total_lines }}")
 
 
 FS3_TASK2 = "files in the /w directory with pattern *.c that larger than 1 Kilobytes exist"
@@ -73,6 +80,14 @@ FS3_GLOB = ["glob: *.c → /w/dir1/file.c\n/w/dir1/hello.c\n/w/dir1/sum.c"]
     # the answer is the product and the evidence quotes it: not an echo of the criterion
     ("a joke about cats is told", "Why did the cat sit on the computer? To keep an eye on the mouse.",
      ["shell: echo ok → ok"], "Why did the cat sit on the computer? To keep an eye on the mouse.", [], [], [], None),
+    # t19, R4a: real output quoted, but not totals.md's: the file held the placeholder written blind
+    (T19_STEP, T19_WC, [T19_WC, "write_file: totals.md → created"], "written", [T19_FILE], [], [], T19_WHY),
+    # the evidence names the file, quotes what it holds, or quotes what code showed about it: it stands
+    (T19_STEP, "3 a.txt 5 b.txt 1 c.txt 9 total", [T19_WC], "done", [FILE], [], [], None),
+    (T19_STEP, T19_WC, [T19_WC], "done", ["totals.md: exists, 8 bytes, 1 line:\n9 total\n"], [], [], None),
+    (T19_STEP, "write_file: totals.md → created", [T19_WC], "done", [T19_FILE], [], [], None),
+    ("totals.md exists", "exists, 17 bytes, 1 line", [T19_WC], "done", [T19_FILE], [], [], None),
+    ("totals.md is deleted", T19_WC, [T19_WC], "done", [T19_FILE], [], [], None),  # absence words: left to the judge
     # no file at all: the answer may be the product
     ("a greeting is printed", "Hello there my friend", [], "Hello there my friend", [], [], [], None),
 ])

@@ -4,7 +4,8 @@ Both validators judge with a model, and with a small one they pass what they are
 runs of #25 (Qwen2.5-Coder-1.5B) exited 0 on a file never written or written wrong: R4a passed the
 executor's "totals.md exists" with no tool call behind it (t3), R4a quoted the executor's sentence
 back over a wrong file (t10), and R4b passed "totals.md holds …" quoting a step's sentence when no
-totals.md existed at all (t14).  What a model says it saw is checked here against what code recorded:
+totals.md existed at all (t14); R4a passed quoting a real ``wc`` output while the file held a placeholder
+(t19).  What a model says it saw is checked here against what code recorded:
 the tool calls, and the named files as code read them after the work.  The rules are shared by R4a and
 R4b (a role never imports another) and apply only to criteria about files, where code can know.
 """
@@ -40,6 +41,12 @@ CLAIMED = ("the evidence is the executor's own claim, found in no tool call and 
            "quote what a tool printed or what the file holds")
 """Why a pass whose evidence is the executor's sentence fails."""
 
+ELSEWHERE = ("the evidence neither names {name} nor quotes what it holds; code read {name} after the work: "
+             "{head!r}. A pass on what a file holds rests on that file")
+"""Why a pass on a file's content whose evidence is about other output fails."""
+QUOTED_SHARE = 0.5
+"""Share of a file's words evidence must hold to be read as quoting the file."""
+
 
 def words(text: str) -> str:
     """Text as lowercase words joined by one space (quotes, punctuation and line breaks ignored)."""
@@ -71,6 +78,30 @@ def missing(criterion: str, absent: list[str], calls: str) -> str | None:
     return None if os.path.basename(named[0]).casefold() in calls.casefold() else named[0]
 
 
+def elsewhere(criterion: str, evidence: str, found: list[str]) -> str | None:
+    """Why a pass on the criterion's first named file rests on other output, or None.
+
+    The file exists and code read it (``found``), yet the evidence neither names it, nor holds more than
+    half of its words, nor is text of what code showed about it.  t19 of #25: R4a passed "the total number
+    of lines is written to totals.md" quoting ``wc -l *.txt``'s real output while totals.md held
+    ``{{ total_lines }}``, a placeholder the model wrote before the counts came back.  A criterion that
+    speaks of absence, or a file code did not read, is left to the judge."""
+    named = file_paths(criterion)
+    if not named or ABSENCE_WORDS & set(words(criterion).split()):
+        return None
+    name = named[0]
+    state = next((f for f in found if f.startswith(f"{name}: exists, ")), None)
+    if state is None or "\n" not in state:
+        return None
+    _, content = state.split("\n", 1)
+    held = set(words(content).split())
+    said = words(evidence)
+    if (not held or os.path.basename(name).casefold() in evidence.casefold()
+            or len(held & set(said.split())) > QUOTED_SHARE * len(held) or f" {said} " in f" {words(state)} "):
+        return None
+    return ELSEWHERE.format(name=name, head=content.strip()[:80])
+
+
 def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: str, found: list[str],
                    absent: list[str], subject: list[str] = ()) -> str | None:
     """Why a pass on ``criterion`` rests on a claim alone; None when it may stand.
@@ -92,7 +123,9 @@ def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: st
     claimed = claim_only(evidence or "", words(claim), words("\n".join([*calls, *found])))
     if claimed and echoes(evidence or "", criterion):
         return ECHOED
-    return CLAIMED if claimed and named else None
+    if claimed and named:
+        return CLAIMED
+    return elsewhere(criterion, evidence or "", found)
 
 
 def overrule(verdicts: list[CriterionVerdict],
