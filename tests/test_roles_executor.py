@@ -28,6 +28,7 @@ class Result:
     output: str
     failure_class: str | None
     evidence: str
+    input: str = ""
 
 
 @dataclass
@@ -46,7 +47,8 @@ class Toolbox:
         output = self.outputs.get(name, f"no such tool {name}")
         return Result(ok=name in self.outputs, output=output,
                       failure_class=None if name in self.outputs else "logical",
-                      evidence=f"{name}: {json.dumps(arguments)} → {output[:200]}")
+                      evidence=f"{name}: {json.dumps(arguments)} → {output[:200]}",
+                      input=str(next(iter(arguments.values()), "")))
 
 
 def shell(cmd: str, call_id: str = "c1") -> list[dict]:
@@ -141,6 +143,8 @@ def test_a_write_composed_before_the_output_it_needs_is_not_run():
     held = llm.calls[1]["messages"][-1]
     assert held["tool_call_id"] == "w1" and held["content"].startswith("tool write_file status: not run")
     assert "before its output came back" in held["content"]
+    # t20: the model asked for the same turn again; the message names the command redirected into the file
+    assert "redirected into the file: shell wc -l *.txt > totals.md." in held["content"]
     assert result.status == "completed" and len(result.tool_calls) == 3
 
 

@@ -42,8 +42,9 @@ Rules:
   tells you, and a result without a tool call is rejected.
 - Never pretend a tool ran or invent its output; the recorded tool calls are the evidence of your work.
 - Do not repeat a call that already answered: a call asked twice in a row is not run, a third ends the attempt.
-- A file that must hold a tool's output is written in the turn after that output came back: a write_file
-  asked in the same turn as the call whose output it needs is not run.
+- A file that must hold a command's output: redirect the command into it (command > file), or write it in
+  a later turn, once the output came back. A write_file asked in the same turn as the call whose output it
+  needs is not run.
 - When the tool output shows the subtask is done (or that it cannot be done), call no more tools and
   answer with only a JSON object:
   {"status": "completed" | "uncertain" | "failed", "output": "<the result itself: the data, paths, counts>"}
@@ -122,12 +123,22 @@ Qwen2.5-Coder-1.5B asks for ``glob *.txt`` again right after it answered.  In t1
 of round 1 was ``glob``, ``glob``, and round 2's ``locate``, ``locate``: ending the attempt at the repeat
 spent it before the model was ever told that the output it needed was in front of it."""
 WRITTEN_BLIND = ("this write was composed in the same turn as {tool}, before its output came back, so it "
-                 "cannot hold that output. Write the file again now, with the output above in it.")
+                 "cannot hold that output. Write the file again now, with the output above in it{redirect}.")
 """Why a write_file after a call that printed data in the same turn is not run.
 
 The model asks for all of a turn's calls before any runs.  In t19 of #25 one turn held ``glob *.txt``,
 ``wc -l *.txt`` and ``write_file totals.md`` with the content ``{{ total_lines }}``: a placeholder for
-counts it had not seen.  Held back, the write comes again in the next turn, after the counts."""
+counts it had not seen.  Held back, the write comes again in the next turn, after the counts.  In t20
+the model asked for the same turn again (a header line as content): where the output came from a shell
+command, the message also names that command redirected into the file, a call that cannot be blind."""
+
+
+def _blind_write(printer: tuple[str, str], path: object) -> str:
+    """The not-run reason for a write composed before ``printer``'s (tool, input) output came back."""
+    tool, command = printer
+    redirect = (f", or run the command with its output redirected into the file: shell {command} > {path}"
+                if tool == "shell" and command and isinstance(path, str) and path.strip() else "")
+    return WRITTEN_BLIND.format(tool=f"{tool} {command}".strip(), redirect=redirect)
 
 
 def _not_run(call_id: str, name: str, why: str) -> dict:
@@ -220,7 +231,7 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
                             + ", ".join(c.name for c in turn.tool_calls), evidence, note, calls)
         previous_turn = asked
         messages.append(turn.assistant_message)
-        blind_after = ""  # a call of this turn that printed data: a write after it was composed without it
+        blind_after: tuple[str, str] | None = None  # the latest call of this turn that printed data
         for call in turn.tool_calls:
             signature = _signature(call.name, call.arguments)
             if signature == previous:
@@ -231,7 +242,7 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
                 messages.append(_not_run(call.id, call.name, REPEATED))
                 continue
             if call.name == "write_file" and blind_after:
-                messages.append(_not_run(call.id, call.name, WRITTEN_BLIND.format(tool=blind_after)))
+                messages.append(_not_run(call.id, call.name, _blind_write(blind_after, call.arguments.get("path"))))
                 continue
             if len(evidence) >= max_tool_calls:
                 return _stopped(subtask, f"the tool-call limit of {max_tool_calls} was reached",
@@ -242,6 +253,6 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
             calls.append(_record(call.name, result))
             if result.ok:  # the last call that worked is the product: a later write or silent command ends a listing
                 listing = (call.name, printed(result.output)) if call.name in LISTING_TOOLS else ("", [])
-                if listing[1] and not blind_after:
-                    blind_after = f"{call.name} {getattr(result, 'input', '')}".strip()
+                if listing[1]:
+                    blind_after = (call.name, str(getattr(result, "input", "") or ""))
             messages.append(_tool_message(call.id, call.name, result))
