@@ -56,8 +56,13 @@ ROLE = """Role R4b, Meta-Validator. Decide whether the COMBINED result meets eve
 - Results validated in earlier rounds (when shown) were checked by their own validator and are part of the
   combined result: judge the task criteria on them together with this round's.
 - "Files the task criteria name, as they are now" was read by code after the round: it is ground truth for
-  whether a file exists and what it holds. A file that does not exist there fails its criterion.
+  whether a file exists and what it holds. A file that does not exist there fails its criterion. For a
+  criterion about a file, the evidence is a line of what that file holds there, never a sentence of the
+  merged output (code fails a pass that quotes the executors' sentence).
 - summary: one honest paragraph for the user on what was achieved and what is missing."""
+"""R4b's role text.  The file-evidence line: in t17, t19 and t21 of #25 Qwen2.5-Coder-1.5B passed "totals.md
+holds …" quoting the executor's sentence with the file as code read it in front of it; code failed each
+pass (grounding.ECHOED) and the round was spent."""
 
 
 class KeptResult(BaseModel):
