@@ -87,6 +87,9 @@ FS3_GLOB = ["glob: *.c → /w/dir1/file.c\n/w/dir1/hello.c\n/w/dir1/sum.c"]
     (T19_STEP, T19_WC, [T19_WC], "done", ["totals.md: exists, 8 bytes, 1 line:\n9 total\n"], [], [], None),
     (T19_STEP, "write_file: totals.md → created", [T19_WC], "done", [T19_FILE], [], [], None),
     ("totals.md exists", "exists, 17 bytes, 1 line", [T19_WC], "done", [T19_FILE], [], [], None),
+    (T19_STEP, "see tool calls", [T19_WC], "done", [T19_FILE], [], [], None),  # quotes no call: left to the judge
+    (T19_STEP, "3 a.txt 5 b.txt 1 c.txt 9 total", ["shell: wc -l *.txt | tee totals.md → 3 a.txt 5 b.txt 1 c.txt "
+     "9 total"], "done", [T19_FILE], [], [], None),  # the call it quotes names the file
     ("totals.md is deleted", T19_WC, [T19_WC], "done", [T19_FILE], [], [], None),  # absence words: left to the judge
     # no file at all: the answer may be the product
     ("a greeting is printed", "Hello there my friend", [], "Hello there my friend", [], [], [], None),

@@ -78,28 +78,29 @@ def missing(criterion: str, absent: list[str], calls: str) -> str | None:
     return None if os.path.basename(named[0]).casefold() in calls.casefold() else named[0]
 
 
-def elsewhere(criterion: str, evidence: str, found: list[str]) -> str | None:
-    """Why a pass on the criterion's first named file rests on other output, or None.
+def elsewhere(criterion: str, evidence: str, found: list[str], calls: list[str]) -> str | None:
+    """Why a pass on the criterion's first named file rests on another tool call's output, or None.
 
-    The file exists and code read it (``found``), yet the evidence neither names it, nor holds more than
-    half of its words, nor is text of what code showed about it.  t19 of #25: R4a passed "the total number
-    of lines is written to totals.md" quoting ``wc -l *.txt``'s real output while totals.md held
-    ``{{ total_lines }}``, a placeholder the model wrote before the counts came back.  A criterion that
-    speaks of absence, or a file code did not read, is left to the judge."""
+    The file exists and code read it (``found``); the evidence is text of recorded tool calls, none of which
+    names the file, and it neither names the file nor holds more than half of the file's words.  t19 of
+    #25: R4a passed "the total number of lines is written to totals.md" quoting ``wc -l *.txt``'s real
+    output while totals.md held ``{{ total_lines }}``, a placeholder the model wrote before the counts
+    came back.  Evidence that quotes no call ("see tool calls") is left to the judge, as is a criterion
+    that speaks of absence or a file code did not read."""
     named = file_paths(criterion)
     if not named or ABSENCE_WORDS & set(words(criterion).split()):
         return None
-    name = named[0]
+    name, said = named[0], words(evidence)
     state = next((f for f in found if f.startswith(f"{name}: exists, ")), None)
-    if state is None or "\n" not in state:
+    source = [c for c in calls if said and f" {said} " in f" {words(c)} "]
+    if state is None or "\n" not in state or not source or said.count(" ") < CLAIM_WORDS - 1:
         return None
-    _, content = state.split("\n", 1)
-    held = set(words(content).split())
-    said = words(evidence)
-    if (not held or os.path.basename(name).casefold() in evidence.casefold()
-            or len(held & set(said.split())) > QUOTED_SHARE * len(held) or f" {said} " in f" {words(state)} "):
+    base = os.path.basename(name).casefold()
+    held = set(words(state.split("\n", 1)[1]).split())
+    if (not held or any(base in c.casefold() for c in [evidence, *source])
+            or len(held & set(said.split())) > QUOTED_SHARE * len(held)):
         return None
-    return ELSEWHERE.format(name=name, head=content.strip()[:80])
+    return ELSEWHERE.format(name=name, head=state.split("\n", 1)[1].strip()[:80])
 
 
 def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: str, found: list[str],
@@ -125,7 +126,7 @@ def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: st
         return ECHOED
     if claimed and named:
         return CLAIMED
-    return elsewhere(criterion, evidence or "", found)
+    return elsewhere(criterion, evidence or "", found, calls)
 
 
 def overrule(verdicts: list[CriterionVerdict],
