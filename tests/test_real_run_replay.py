@@ -150,3 +150,29 @@ def test_run_t19_replayed_the_placeholder_written_blind_is_not_run(scripted, art
     first = next(r for r in records if r["kind"] == "grounded")
     assert (first.get("role", "R4a"), first["attempt"]) == ("R4a", 1)
     assert first["verdicts"][0]["evidence"].startswith("totals.md does not exist")
+
+
+T21 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-11.jsonl"
+
+
+@pytest.mark.usefixtures("prefect_api")
+def test_run_t21_replayed_the_blind_rewrite_is_not_run_and_the_kept_file_stands(scripted, artoo_env):
+    """Run t21 accepted in round 2 (exit 0) with totals.md as round 1 wrote it, "9 total" (the grand total
+    only).  Round 2's turn asked for ``write_file totals.md "Total lines: $(cat *.txt | wc -l)"`` beside the
+    ``wc`` it needed: not run, so the file was not overwritten with a literal shell expansion."""
+    from artoo.config.settings import load_settings
+    from artoo.tasks.decisions.log import load_run
+
+    folder = three_files(artoo_env)
+    server = scripted(scenario_from_transcript(T21).model_dump())
+    NegotiationStore(negotiated_path(load_settings().home_dir)).remember(
+        server.base_url, "scripted", "tools", "content", "t21's home remembered the content protocol")
+    code, out, _ = run_cli("run", "--json", REQUEST)
+    assert (code, final_from(out)["directive"], final_from(out)["replans"]) == (0, "accept", 1)
+    assert (folder / "totals.md").read_text() == "9 total\n"
+    turns = [e["body"]["messages"] for e in server.requests if e["schema"] == "tools"]
+    assert "write_file status: not run" in str(turns[-1][-1]["content"])  # round 2's last turn saw why
+    _, records = load_run(load_settings().home_dir)
+    (r4b,) = [r for r in records if r["kind"] == "grounded"]  # round 1's R4b echo; round 2's file quote stands
+    assert (r4b["role"], r4b["round"]) == ("R4b", 1)
+    assert server.unused() == {}
