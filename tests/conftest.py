@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +25,11 @@ os.environ.setdefault("PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL", 
 # Commands that start artoo's own (lingering) server in a test home let it go a few seconds after
 # their last use, not ten minutes: a suite of them would otherwise leave dozens of servers behind.
 os.environ.setdefault("ARTOO_SERVER__LINGER_S", "3")
+# A suite started in the background without job control (`(… &)` in a script) inherits SIGINT ignored, and
+# every child it starts would too (an ignored signal survives exec): the Ctrl-C stories then fail for the
+# runner's shell, not for artoo.  Restored here, children start with the default, as under a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
