@@ -214,10 +214,12 @@ def recorded_calls(calls: list[ToolCall], limit: int = EARLIER_CALLS_CHARS) -> s
         mark = "" if call.ok or call.denied else " [failed]"
         lines.append(f"{call.tool}: {call.input}{mark} →{chr(10) if chr(10) in shown else ' '}{shown}")
     kept: list[str] = []
+    used = 0
     for line in reversed(lines):
-        if kept and sum(len(k) + 1 for k in kept) + len(line) > limit:
+        if kept and used + len(line) > limit:
             break
         kept.insert(0, line)
+        used += len(line) + 1
     left = len(lines) - len(kept)
     return "\n".join(([f"({left} earlier calls left out)"] if left else []) + kept)
 

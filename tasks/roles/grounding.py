@@ -72,10 +72,17 @@ def missing(criterion: str, absent: list[str], calls: str) -> str | None:
     """The criterion's first named file when code found it absent and no tool call names it (by its
     name alone: a call may reach it by another path), unless the criterion speaks of absence (then a
     missing file may be what it asks)."""
-    named = file_paths(criterion)
-    if not named or named[0] not in absent or ABSENCE_WORDS & set(words(criterion).split()):
+    name = subject_file(criterion)
+    if name is None or name not in absent:
         return None
-    return None if os.path.basename(named[0]).casefold() in calls.casefold() else named[0]
+    return None if os.path.basename(name).casefold() in calls.casefold() else name
+
+
+def subject_file(criterion: str) -> str | None:
+    """The criterion's first named file, the one code checks it against; None when it names none or
+    speaks of absence (then a missing or changed file may be what it asks)."""
+    named = file_paths(criterion)
+    return None if not named or ABSENCE_WORDS & set(words(criterion).split()) else named[0]
 
 
 def elsewhere(criterion: str, evidence: str, found: list[str], calls: list[str]) -> str | None:
@@ -87,20 +94,17 @@ def elsewhere(criterion: str, evidence: str, found: list[str], calls: list[str])
     output while totals.md held ``{{ total_lines }}``, a placeholder the model wrote before the counts
     came back.  Evidence that quotes no call ("see tool calls") is left to the judge, as is a criterion
     that speaks of absence or a file code did not read."""
-    named = file_paths(criterion)
-    if not named or ABSENCE_WORDS & set(words(criterion).split()):
-        return None
-    name, said = named[0], words(evidence)
-    state = next((f for f in found if f.startswith(f"{name}: exists, ")), None)
+    name, said = subject_file(criterion), words(evidence)
+    state = next((f for f in found if name and f.startswith(f"{name}: exists, ")), None)
     source = [c for c in calls if said and f" {said} " in f" {words(c)} "]
     if state is None or "\n" not in state or not source or said.count(" ") < CLAIM_WORDS - 1:
         return None
-    base = os.path.basename(name).casefold()
-    held = set(words(state.split("\n", 1)[1]).split())
+    base, content = os.path.basename(name).casefold(), state.split("\n", 1)[1]
+    held = set(words(content).split())
     if (not held or any(base in c.casefold() for c in [evidence, *source])
             or len(held & set(said.split())) > QUOTED_SHARE * len(held)):
         return None
-    return ELSEWHERE.format(name=name, head=state.split("\n", 1)[1].strip()[:80])
+    return ELSEWHERE.format(name=name, head=content.strip()[:80])
 
 
 def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: str, found: list[str],
