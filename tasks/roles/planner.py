@@ -48,11 +48,18 @@ executor's own were right.  Its step criterion says what the file holds in the t
 model copies it, and "holds one .log file name" came back as "totals.md exists and holds one .txt file
 name" (t17 and t19 of #25, round 2), a criterion no right totals.md meets."""
 
+KEEP_WORDS = """- Criteria keep the request's own words for what the output holds, never narrower: what the request asks
+  per item stays per item (for "the sizes of the files", one size per file, not their sum)."""
+"""Why: asked to "write the totals to totals.md", Qwen2.5-Coder-1.5B wrote the criterion "totals.md holds the
+total number of lines of every .txt file" (#25, t13 and t21); the executor then wrote the grand total only,
+and both validators passed it, rightly by that criterion.  The request's per-file totals were lost in the plan."""
+
 ROLE = f"""Role R2, Planner. Turn the task into a plan for executor agents.
 {TOOLS}
 
 Rules:
 - task_criteria: assertions about the COMBINED output of all subtasks, checkable from that output.
+{KEEP_WORDS}
 - Each subtask: an intent, a context with everything the executor needs beyond the intent
   (paths, formats, constraints, what earlier steps provide), and success_criteria.
 - success_criteria: concrete, checkable assertions about that subtask's output (a file exists at a path,
