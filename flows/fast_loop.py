@@ -16,7 +16,7 @@ from artoo.config.contracts import BlockedTarget, ExecutionResult, GapPoint, Sub
 from artoo.config.errors import RunFailure
 from artoo.tasks.decisions.log import SCOPE
 from artoo.tasks.roles import agent_validator as r4a
-from artoo.tasks.roles.runtime import get_runtime
+from artoo.tasks.roles.runtime import RunDeps, get_runtime
 from artoo.tasks.roles.task import execute_task, validate_task
 from artoo.tasks.tools import Blocks, ToolBox
 from artoo.tasks.tools.found import absent_names, named_files_now
@@ -34,40 +34,41 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
                        blocked_targets: list[BlockedTarget],
                        blocked_pairs: list[tuple[str, str, str]] | None = None) -> SubTaskOutcome:
     """Run one subtask's fast loop and return its final outcome."""
-    rt = get_runtime(runtime_id)
+    run = get_runtime(runtime_id)
+    deps = run.deps
     logger = get_run_logger()
-    rt.bus.publish(subtask, "R2", "R3", subtask.subtask_id)
+    deps.bus.publish(subtask, "R2", "R3", subtask.subtask_id)
     SCOPE.set({**SCOPE.get(), "subtask": subtask.subtask_id})  # this subflow's own context (gathered task)
-    recorder = rt.decisions.tool_call if rt.decisions is not None else None
+    recorder = deps.decisions.tool_call if deps.decisions is not None else None
     blocks = Blocks(frozenset(blocked_tools), tuple(blocked_targets), frozenset(tuple(p) for p in blocked_pairs or []))
-    toolbox = ToolBox(rt.settings, rt.workspace, rt.gate, blocks, recorder=recorder, created=rt.created)
+    toolbox = ToolBox(deps.settings, deps.workspace, deps.gate, blocks, recorder=recorder, created=run.record.created)
     trajectory: list[GapPoint] = []
     correction = None
-    max_attempts = rt.settings.ggs.max_retries + 1
+    max_attempts = deps.settings.ggs.max_retries + 1
     for attempt in range(1, max_attempts + 1):
         denied_before = len(toolbox.law1_denials)
         SCOPE.set({**SCOPE.get(), "attempt": attempt})
         try:
             result = await execute_task(runtime_id, subtask, toolbox, correction, attempt)
         except RunFailure as exc:
-            return _finish(rt, subtask, None, trajectory, attempt, str(exc), exc.failure_class, logger)
+            return _finish(deps, subtask, None, trajectory, attempt, str(exc), exc.failure_class, logger)
         denials = toolbox.law1_denials[denied_before:]
         if denials:  # a person's answer: a constraint for the planner, never a failed target
             reason = "; ".join(f"[LAW1] denied: {d.command} ({d.reason})" for d in denials)
-            rt.law1_events.extend(f"denied: {d.command}" for d in denials)
-            return _finish(rt, subtask, result, trajectory, attempt, reason, "environmental", logger, kind="denied")
+            run.record.law1_events.extend(f"denied: {d.command}" for d in denials)
+            return _finish(deps, subtask, result, trajectory, attempt, reason, "environmental", logger, kind="denied")
         names = r4a.named_files(subtask)
-        found = named_files_now(names, rt.workspace) if rt.workspace else []
+        found = named_files_now(names, deps.workspace) if deps.workspace else []
         try:
             answer = await validate_task(runtime_id, subtask, result, attempt, found)
         except RunFailure as exc:
-            return _finish(rt, subtask, result, trajectory, attempt, f"validator: {exc}", exc.failure_class, logger)
-        absent = absent_names(names, rt.workspace) if rt.workspace else []
+            return _finish(deps, subtask, result, trajectory, attempt, f"validator: {exc}", exc.failure_class, logger)
+        absent = absent_names(names, deps.workspace) if deps.workspace else []
         verdicts, ungrounded = r4a.grounded(r4a.verdicts_for(subtask, answer), result, found, absent=absent,
                                             subject=r4a.subject_files(subtask))
         if ungrounded:
-            if rt.decisions is not None:  # the code's overrule of R4a, beside R4a's own answer
-                rt.decisions.write("grounded", subtask_id=subtask.subtask_id, attempt=attempt, verdicts=[
+            if deps.decisions is not None:  # the code's overrule of R4a, beside R4a's own answer
+                deps.decisions.write("grounded", subtask_id=subtask.subtask_id, attempt=attempt, verdicts=[
                     v.model_dump(mode="json") for v in verdicts if v.criterion in ungrounded])
             for v in verdicts:
                 if v.criterion in ungrounded:
@@ -79,25 +80,25 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
                                   failure_reason=f"executor reported failure: {result.output[:300]}",
                                   failure_class=failure_class, answer=answer)
             logger.warning("executor failed (%s), no retry: %s", failure_class, result.output[:200])
-            return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
+            return deps.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
         if all(v.verdict == "pass" for v in verdicts):
             logger.info("matched on attempt %d", attempt)
             outcome = r4a.outcome(subtask, "matched", result, verdicts, trajectory)
-            return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
+            return deps.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
         if attempt == max_attempts:
             unmet = [v.criterion for v in verdicts if v.verdict == "fail"]
             outcome = r4a.outcome(subtask, "failed", result, verdicts, trajectory,
                                   failure_reason=f"criteria unmet after {attempt} attempts: {'; '.join(unmet)}",
                                   failure_class=trajectory[-1].failure_class, answer=answer)
             logger.warning("failed after %d attempts: %s", attempt, outcome.failure_reason)
-            return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
+            return deps.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
         correction = r4a.correction(subtask, attempt, verdicts, answer, result)
         logger.info("correction → attempt %d: %s", attempt + 1, correction.what_to_do or correction.what_was_wrong)
-        rt.bus.publish(correction, "R4a", "R3", subtask.subtask_id)
+        deps.bus.publish(correction, "R4a", "R3", subtask.subtask_id)
     raise AssertionError("unreachable: the attempt loop always returns")
 
 
-def _finish(rt, subtask: SubTask, result: ExecutionResult | None, trajectory: list[GapPoint], attempt: int,
+def _finish(deps: RunDeps, subtask: SubTask, result: ExecutionResult | None, trajectory: list[GapPoint], attempt: int,
             reason: str, failure_class: str, logger, kind: str | None = None) -> SubTaskOutcome:
     """An immediate failure (no retry): every criterion fails with the failure's class."""
     verdicts = r4a.immediate_failure(subtask, reason, failure_class)
@@ -106,5 +107,5 @@ def _finish(rt, subtask: SubTask, result: ExecutionResult | None, trajectory: li
     logger.warning("failed immediately (%s): %s", failure_class, reason)
     outcome = r4a.outcome(subtask, "failed", result, verdicts, trajectory, failure_reason=reason,
                           failure_class=failure_class, kind=kind)
-    return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
+    return deps.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
 

@@ -10,7 +10,6 @@ ends with R4b's OutcomeSummary or ReplanRequest, which the medium loop hands to 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 from prefect import flow
@@ -35,10 +34,11 @@ from artoo.flows.fast_loop import subtask_flow, subtask_run_name
 from artoo.memory.calibration import calibrate_from_store
 from artoo.tasks.llm import TOOLS_SCHEMA
 from artoo.tasks.plan import rules as plan_rules
+from artoo.tasks.plan.inputs import RoundInputs
 from artoo.tasks.roles import agent_validator as r4a
 from artoo.tasks.roles import executor, planner
 from artoo.tasks.roles import meta_validator as r4b
-from artoo.tasks.roles.runtime import Runtime, get_runtime
+from artoo.tasks.roles.runtime import RunDeps, Runtime, get_runtime
 from artoo.tasks.roles.task import meta_validate_task, plan_task, publish_r4b
 from artoo.tasks.tools.found import absent_names, named_files_now
 from artoo.tasks.tools.specs import specs_for
@@ -76,33 +76,13 @@ class RoundBrief(BaseModel):
         return list(self.directive.blocked_targets) if self.directive else []
 
 
-@dataclass
-class RoundInputs:
-    """A round's memory calibration and MUST NOT set, worked out once: before its subflow exists when the
-    medium loop sends R2's request early (``send_plan_early``), else by the round itself."""
-
-    calibration: Any | None
-    """The Calibration memory served, or None (no store, the retry ablation, or memory trouble)."""
-    calibration_error: str
-    """Why memory could not calibrate this round ('' when it could or was not asked)."""
-    must_not_tools: set[str]
-    """The GGS's blocked tools and memory's."""
-    must_not_targets: set[str]
-    """The GGS's blocked targets and memory's that may not be used at all (blocked for reading or every access);
-    one blocked only for writing, executing or deleting is the toolbox's to refuse, per call (#26)."""
-    pairs: list[tuple[str, str, str]]
-    """Memory's (tool, target, access) pairs: that tool on that target, that way, only."""
-    block: str
-    """The calibration as R2's prompt shows it."""
-
-
-def round_inputs(rt: Runtime, spec: TaskSpec, blocked_tools: list[str],
+def round_inputs(deps: RunDeps, spec: TaskSpec, blocked_tools: list[str],
                  blocked_targets: list[BlockedTarget]) -> RoundInputs:
     """R2's memory calibration (no LLM call) and the MUST NOT set; memory trouble never stops planning."""
     calibration, error = None, ""
-    if rt.store is not None and rt.settings.ablation.strategy != "retry":  # the retry ablation plans without memory
+    if deps.store is not None and deps.settings.ablation.strategy != "retry":  # the retry ablation plans without memory
         try:
-            calibration = calibrate_from_store(rt.store, spec.intent, set(blocked_tools), blocked_targets)
+            calibration = calibrate_from_store(deps.store, spec.intent, set(blocked_tools), blocked_targets)
         except Exception as exc:  # memory must never block the operational path
             error = str(exc) or type(exc).__name__
     return RoundInputs(
@@ -114,52 +94,55 @@ def round_inputs(rt: Runtime, spec: TaskSpec, blocked_tools: list[str],
         block=calibration.prompt_block() if calibration is not None else "")
 
 
-def send_plan_early(rt: Runtime, brief: RoundBrief) -> None:
+def send_plan_early(run: Runtime, brief: RoundBrief) -> None:
     """Before the round's subflow is created: work out its inputs and send its R2 request now.
 
-    The round takes both (``rt.prepared``), so its plan task asks with the very same words and gets
+    The round takes both (``run.record.prepared``), so its plan task asks with the very same words and gets
     the answer that has been on its way meanwhile (artoo.tasks.llm.early).
     """
-    inputs = round_inputs(rt, brief.spec, brief.blocked_tools, brief.blocked_targets)
-    rt.prepared[brief.round_no] = inputs
-    block, shown_directive, shown_targets = _shown(rt, inputs, brief.directive)
-    rt.llm.send_early("R2", "Plan", planner.messages_for(brief.spec, block, shown_directive, inputs.must_not_tools,
+    deps = run.deps
+    inputs = round_inputs(deps, brief.spec, brief.blocked_tools, brief.blocked_targets)
+    run.record.prepared[brief.round_no] = inputs
+    block, shown_directive, shown_targets = _shown(deps, inputs, brief.directive)
+    deps.llm.send_early("R2", "Plan", planner.messages_for(brief.spec, block, shown_directive, inputs.must_not_tools,
                                                          shown_targets, brief.prior_summary, None, brief.evidence,
-                                                         str(rt.workspace)))
+                                                         str(deps.workspace)))
 
 
 @flow(name="round", validate_parameters=False, log_prints=False, persist_result=False)
 async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | ReplanRequest:
     """Plan and run one round; return R4b's verdict for the GGS."""
     spec, round_no, kept = brief.spec, brief.round_no, list(brief.kept)
-    rt = get_runtime(runtime_id)
+    run = get_runtime(runtime_id)
+    deps = run.deps
     logger = get_run_logger()
-    inputs = rt.prepared.pop(round_no, None) or round_inputs(rt, spec, brief.blocked_tools, brief.blocked_targets)
-    _announce(rt, spec, inputs, round_no)
+    inputs = run.record.prepared.pop(round_no, None)  # sent early by the medium loop, else worked out now
+    inputs = inputs or round_inputs(deps, spec, brief.blocked_tools, brief.blocked_targets)
+    _announce(run, spec, inputs, round_no)
     try:
         plan = await _plan(runtime_id, spec, inputs, brief.directive, brief.prior_summary, brief.evidence, round_no)
     except RunFailure as exc:  # a plan that broke the rules twice, or the planner's endpoint failing
         logger.error("round %d failed honestly: %s", round_no, exc)
-        return _rejected_round(rt, spec, str(exc), exc.failure_class, kept)
+        return _rejected_round(deps, spec, str(exc), exc.failure_class, kept)
     plan, cap_note = plan_rules.cap_plan(plan_rules.normalise_sequences(plan))
     if cap_note:
         logger.warning(cap_note)
     plan, moves = plan_rules.place_task_criteria(plan)
-    _note_repairs(rt, round_no, moves)
+    _note_repairs(deps, round_no, moves)
     manifest, groups = plan_rules.dispatch(plan, spec.task_id, round_no)
-    rt.bus.publish(manifest, "R2", "R4b")
-    outcomes = await _run_groups(runtime_id, rt, round_no, groups, sorted(inputs.must_not_tools),
+    deps.bus.publish(manifest, "R2", "R4b")
+    outcomes = await _run_groups(runtime_id, deps, round_no, groups, sorted(inputs.must_not_tools),
                                  sorted(inputs.must_not_targets), inputs.pairs)
     merged = r4b.merge_outputs(outcomes, kept)
     verdicts, summary = None, ""
     if r4b.needs_llm(outcomes):  # this round's outcomes only: kept results never make a failed round matched
         names = r4b.named_files(manifest)
-        found = named_files_now(names, rt.workspace) if rt.workspace else []
+        found = named_files_now(names, deps.workspace) if deps.workspace else []
         try:
             answer = await meta_validate_task(runtime_id, manifest, outcomes, merged, kept, found)
             verdicts, summary = r4b.task_verdicts(manifest, answer), answer.summary
-            absent = absent_names(names, rt.workspace) if rt.workspace else []
-            verdicts = _grounded(rt, round_no, r4b.grounded(verdicts, outcomes, kept, found, absent))
+            absent = absent_names(names, deps.workspace) if deps.workspace else []
+            verdicts = _grounded(deps, round_no, r4b.grounded(verdicts, outcomes, kept, found, absent))
         except RunFailure as exc:  # no verdict is not an accept: every task criterion fails with the cause
             logger.error("R4b could not judge the task criteria: %s", exc)
             verdicts = r4b.unjudged(manifest, str(exc), exc.failure_class)
@@ -171,13 +154,13 @@ async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | Rep
     return message
 
 
-def _grounded(rt: Runtime, round_no: int, checked: tuple[list, list[str]]) -> list:
+def _grounded(deps: RunDeps, round_no: int, checked: tuple[list, list[str]]) -> list:
     """R4b's verdicts after code's grounding; a pass code turned is logged and kept in the decision log
     beside R4b's own answer (``artoo log`` shows it where that answer is)."""
     verdicts, turned = checked
     if turned:
-        if rt.decisions is not None:
-            rt.decisions.write("grounded", role="R4b", round=round_no, verdicts=[
+        if deps.decisions is not None:
+            deps.decisions.write("grounded", role="R4b", round=round_no, verdicts=[
                 v.model_dump(mode="json") for v in verdicts if v.criterion in turned])
         for v in verdicts:
             if v.criterion in turned:
@@ -185,21 +168,21 @@ def _grounded(rt: Runtime, round_no: int, checked: tuple[list, list[str]]) -> li
     return verdicts
 
 
-def _announce(rt: Runtime, spec: TaskSpec, inputs: RoundInputs, round_no: int = 1) -> None:
+def _announce(run: Runtime, spec: TaskSpec, inputs: RoundInputs, round_no: int = 1) -> None:
     """The round's log and bus say what memory served it (R2 → R5 MemoryQuery); R7 checks the SOPs later.
     The decision log keeps the served lines themselves (``memory``), so an eval can count what a planner saw."""
-    logger = get_run_logger()
+    logger, deps = get_run_logger(), run.deps
     calibration = inputs.calibration
-    rt.served_sops = [*calibration.sops, *calibration.tool_sops] if calibration is not None else []
+    run.record.served_sops = [*calibration.sops, *calibration.tool_sops] if calibration is not None else []
     if inputs.calibration_error:
         logger.warning("memory calibration unavailable: %s", inputs.calibration_error)
     if calibration is None:
         return
-    if rt.decisions is not None:
-        rt.decisions.write("memory", round=round_no, **served_lines(calibration))
+    if deps.decisions is not None:
+        deps.decisions.write("memory", round=round_no, **served_lines(calibration))
     query = MemoryQuery(task_id=spec.task_id, space=calibration.space, entity=calibration.entity,
                         potentials=calibration.potentials, sop_count=len(calibration.sops) + len(calibration.tool_sops))
-    rt.bus.publish(query, "R2", "R5")
+    deps.bus.publish(query, "R2", "R5")
     logger.info("memory %s/%s: %s", query.space, query.entity,
                 query.potentials.action if query.potentials else "none")
 
@@ -216,10 +199,10 @@ def served_lines(calibration: Any) -> dict[str, list[str]]:
             "sops": [content for content in dict.fromkeys(sops) if any(content in line for line in shown)]}
 
 
-def _shown(rt: Runtime, inputs: RoundInputs, directive: PlanDirective | None
+def _shown(deps: RunDeps, inputs: RoundInputs, directive: PlanDirective | None
            ) -> tuple[str, PlanDirective | None, set[str]]:
     """What R2's prompt shows: the calibration block, the directive and the blocked targets."""
-    if rt.settings.ablation.planner_sees_blocked_targets:
+    if deps.settings.ablation.planner_sees_blocked_targets:
         one_way = {f"{b.target} ({b.access} refused: other uses of it are fine)"
                    for b in (directive.blocked_targets if directive else []) if not b.any_use}
         return inputs.block, directive, inputs.must_not_targets | one_way  # the MUST NOT set R2 reads (#26)
@@ -236,37 +219,37 @@ async def _plan(runtime_id: str, spec: TaskSpec, inputs: RoundInputs, directive:
     Size alone never rejects the re-asked plan: it is capped (and the cap logged) instead, and blocked tools
     it still declares are struck (plan_rules.drop_blocked_tools) when nothing else is wrong with it.
     """
-    rt = get_runtime(runtime_id)
+    deps = get_runtime(runtime_id).deps
     problems: list[str] | None = None
-    block, shown_directive, shown_targets = _shown(rt, inputs, directive)
+    block, shown_directive, shown_targets = _shown(deps, inputs, directive)
     for suffix in ("", " · re-ask"):
         plan = await plan_task(runtime_id, spec, block, shown_directive, inputs.must_not_tools, shown_targets,
                                prior_summary, problems, suffix=suffix, evidence=evidence)
         size_limit = None if suffix else plan_rules.MAX_SUBTASKS
         problems = plan_rules.validate_plan(plan, inputs.must_not_tools, inputs.must_not_targets,
-                                            max_subtasks=size_limit, workspace=rt.workspace,
+                                            max_subtasks=size_limit, workspace=deps.workspace,
                                             must_not_pairs=inputs.pairs)
         if not problems:
             return plan
         get_run_logger().warning("plan rejected: %s", "; ".join(problems))
     repaired, notes = plan_rules.drop_blocked_tools(plan, inputs.must_not_tools)
     if notes and not plan_rules.validate_plan(repaired, inputs.must_not_tools, inputs.must_not_targets,
-                                              max_subtasks=None, workspace=rt.workspace,
+                                              max_subtasks=None, workspace=deps.workspace,
                                               must_not_pairs=inputs.pairs):
-        _note_repairs(rt, round_no, notes)
+        _note_repairs(deps, round_no, notes)
         return repaired
     raise PlanRejected("the planner broke the plan rules twice: " + "; ".join(problems or []))
 
 
-def _note_repairs(rt: Runtime, round_no: int, notes: list[str]) -> None:
+def _note_repairs(deps: RunDeps, round_no: int, notes: list[str]) -> None:
     """Each deterministic plan repair in the run's log (the Prefect UI) and its decision log (``artoo log``)."""
     for note in notes:
         get_run_logger().warning("plan repaired: %s", note)
-        if rt.decisions is not None:
-            rt.decisions.write("plan_repair", round=round_no, note=note)
+        if deps.decisions is not None:
+            deps.decisions.write("plan_repair", round=round_no, note=note)
 
 
-async def _run_groups(runtime_id: str, rt: Runtime, round_no: int, groups: list[list[SubTask]],
+async def _run_groups(runtime_id: str, deps: RunDeps, round_no: int, groups: list[list[SubTask]],
                       blocked_tools: list[str], blocked_targets: list[BlockedTarget],
                       blocked_pairs: list[tuple[str, str, str]] = ()) -> list[SubTaskOutcome]:
     """Run sequence groups in order, each group's subtasks concurrently."""
@@ -275,13 +258,13 @@ async def _run_groups(runtime_id: str, rt: Runtime, round_no: int, groups: list[
     for position, group in enumerate(groups):
         if any(o.status == "failed" for o in outcomes):
             skipped = [st for g in groups[position:] for st in g]
-            outcomes.extend(_not_run(rt, st) for st in skipped)
+            outcomes.extend(_not_run(deps, st) for st in skipped)
             break
         runs = []
         for st in group:
             index += 1
             st = st.model_copy(update={"context": plan_rules.group_context(st.context, outcomes)}) if outcomes else st
-            rt.llm.send_early("R3", TOOLS_SCHEMA, executor.messages_for(st, None, str(rt.workspace)),
+            deps.llm.send_early("R3", TOOLS_SCHEMA, executor.messages_for(st, None, str(deps.workspace)),
                               specs_for(set(blocked_tools)))
             named = run_named(subtask_flow, subtask_run_name(round_no, index, st.intent))
             runs.append(named(runtime_id, st, blocked_tools, blocked_targets, list(blocked_pairs)))
@@ -289,16 +272,16 @@ async def _run_groups(runtime_id: str, rt: Runtime, round_no: int, groups: list[
     return outcomes
 
 
-def _not_run(rt: Runtime, subtask: SubTask) -> SubTaskOutcome:
+def _not_run(deps: RunDeps, subtask: SubTask) -> SubTaskOutcome:
     """A later-group subtask skipped because an earlier group failed (unmet in D, never in P)."""
     reason = "not run: an earlier sequence group failed"
     verdicts = r4a.immediate_failure(subtask, reason, "logical")
     outcome = r4a.outcome(subtask, "failed", None, verdicts, [r4a.gap_point(1, verdicts)],
                           failure_reason=reason, failure_class="logical", kind="skipped")
-    return rt.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
+    return deps.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
 
 
-def _rejected_round(rt: Runtime, spec: TaskSpec, reason: str, failure_class: str,
+def _rejected_round(deps: RunDeps, spec: TaskSpec, reason: str, failure_class: str,
                     kept: list[r4b.KeptResult] = ()) -> ReplanRequest:
     """The planner produced no valid plan: an honest failure of the round, classified by its cause
     (what earlier rounds validated stays in its merged output: achieved so far)."""
@@ -308,5 +291,5 @@ def _rejected_round(rt: Runtime, spec: TaskSpec, reason: str, failure_class: str
                          failure_reason=reason, failure_class=failure_class)
     manifest = DispatchManifest(task_id=spec.task_id)
     message = r4b.decide(spec.task_id, manifest, [failed], r4b.merge_outputs([], list(kept)), None, reason)
-    rt.bus.publish(message, "R4b", "R7")
+    deps.bus.publish(message, "R4b", "R7")
     return message

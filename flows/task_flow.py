@@ -42,7 +42,7 @@ from artoo.tasks.ggs.task import artifact_key, ggs_task
 from artoo.tasks.llm import OpenAICompatLLM, cost_report
 from artoo.tasks.roles.meta_validator import KeptResult, keep_results
 from artoo.tasks.roles.planner import evidence_block, failure_messages
-from artoo.tasks.roles.runtime import Runtime, drop, register
+from artoo.tasks.roles.runtime import RunDeps, RunRecord, Runtime, drop, register, with_bus
 from artoo.tasks.roles.session import append_history, history_for
 from artoo.tasks.roles.task import failure_report_task, perceive_task
 
@@ -92,6 +92,7 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
     ws.mkdir(parents=True, exist_ok=True)
     runtime = _open_runtime(settings, ws, request)
     runtime_id = register(runtime)
+    deps, record = runtime.deps, runtime.record  # the medium loop swaps only the bus (with_bus)
     started = time.monotonic()
     own_audit = _OwnAudit() if _deployment_run() else None
     try:
@@ -99,32 +100,31 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
             history = history_for(request, home, settings.history_size)  # as R1 was sent early with
             final = await _medium_loop(runtime_id, runtime, request, history, started)
         append_history(home, request, final.summary)
-        document = {"final": final.model_dump(mode="json"), "cost": cost_report(runtime.llm.records),
-                    "tool_seconds": round(runtime.tool_seconds, 3),
+        document = {"final": final.model_dump(mode="json"), "cost": cost_report(deps.llm.records),
+                    "tool_seconds": round(record.tool_seconds, 3),
                     "wall_seconds": round(time.monotonic() - started, 3),
-                    "law1_wait_seconds": round(sum(runtime.law1_waits), 3)}
-        runtime.decisions.write("end", **document)
+                    "law1_wait_seconds": round(sum(record.law1_waits), 3)}
+        deps.decisions.write("end", **document)
         return document
     except BaseException as exc:  # a failed, crashed or cancelled run still says how it ended
-        runtime.decisions.write("end", error=f"{type(exc).__name__}: {exc}",
-                                cost=cost_report(runtime.llm.records))
+        deps.decisions.write("end", error=f"{type(exc).__name__}: {exc}", cost=cost_report(deps.llm.records))
         raise
     finally:
-        await _flush_writes(runtime)
+        await _flush_writes(deps)
         if own_audit is not None:
             await own_audit.finish()
         drop(runtime_id)
-        await runtime.llm.aclose()
-        if runtime.store is not None:
-            runtime.store.close()
+        await deps.llm.aclose()
+        if deps.store is not None:
+            deps.store.close()
 
 
-async def _flush_writes(runtime: Runtime) -> None:
+async def _flush_writes(deps: RunDeps) -> None:
     """Every artifact written in the background lands before the run ends; a failed one is said, not raised."""
-    await runtime.writes.flush()
-    if runtime.writes.failures:
-        get_run_logger().warning("%d artifact write(s) failed: %s", len(runtime.writes.failures),
-                                 "; ".join(runtime.writes.failures))
+    await deps.writes.flush()
+    if deps.writes.failures:
+        get_run_logger().warning("%d artifact write(s) failed: %s", len(deps.writes.failures),
+                                 "; ".join(deps.writes.failures))
 
 
 def _deployment_run() -> bool:
@@ -170,41 +170,40 @@ def _open_runtime(settings: Settings, workspace: Path, request: str) -> Runtime:
         store = open_store(settings.home_dir, settings.memory, reader_idle_s=READER_KEEP_S)
     except Exception as exc:  # memory is an aid, never a reason not to work
         logger.warning("memory store unavailable, planning without it: %s", exc)
-    law1: list[str] = []
+    record = RunRecord()  # the gate appends each Law-1 answer and wait to the record's lists
     mode = resolve_mode(settings)
-    waits: list[float] = []
     llm = OpenAICompatLLM(settings, max_retries=settings.llm_max_retries)
     llm.observer = decisions.llm_call
-    runtime = Runtime(settings=settings, llm=llm, store=store,
-                      bus=Bus("pending", run_id=flow_run.id, sink=decisions.bus_message), workspace=workspace,
-                      gate=make_gate(settings, mode, law1, waits, top_run_id=flow_run.id), law1_events=law1,
-                      decisions=decisions,
-                      law1_waits=waits)
+    gate = make_gate(settings, mode, record.law1_events, record.law1_waits, top_run_id=flow_run.id)
+    deps = RunDeps(settings=settings, llm=llm, store=store, workspace=workspace, gate=gate, decisions=decisions,
+                   bus=Bus("pending", run_id=flow_run.id, sink=decisions.bus_message))  # R1 names the task
     logger.info("workspace %s, Law-1 confirmations: %s", workspace, mode)
-    return runtime
+    return Runtime(deps, record)
 
 
-async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list[dict],
+async def _medium_loop(runtime_id: str, run: Runtime, request: str, history: list[dict],
                        started: float) -> FinalResult:
     logger = get_run_logger()
     spec = await perceive_task(runtime_id, request, history)
     spec = spec.model_copy(update={"raw_input": request})
-    rt.bus = Bus(spec.task_id, run_id=rt.bus.run_id, sink=rt.decisions.bus_message)  # same run id as pending
-    rt.decisions.task(spec.task_id, spec.intent)
-    rt.bus.publish(spec, "R1", "R2")
-    controller = GGSController(spec.task_id, spec.intent, rt.settings.ggs)
+    was = run.deps  # its bus published nothing yet, under "pending": R1 has named the task now
+    run = with_bus(runtime_id, Bus(spec.task_id, run_id=was.bus.run_id, sink=was.decisions.bus_message))
+    deps, record = run.deps, run.record
+    deps.decisions.task(spec.task_id, spec.intent)
+    deps.bus.publish(spec, "R1", "R2")
+    controller = GGSController(spec.task_id, spec.intent, deps.settings.ggs)
     directive, prior_summary, evidence, round_no = None, "", "", 1
     kept: list[KeptResult] = []  # what earlier rounds validated: R4b judges it with the redo, the user gets it
-    retry = rt.settings.ablation.strategy == "retry"  # the ablation: same stopping rule, no directed correction
+    retry = deps.settings.ablation.strategy == "retry"  # the ablation: same stopping rule, no directed correction
     while True:
         brief = RoundBrief(round_no=round_no, directive=directive, spec=spec, prior_summary=prior_summary,
                            evidence=evidence, kept=tuple(kept))
-        send_plan_early(rt, brief)  # R2 thinks while the round's subflow is made
+        send_plan_early(run, brief)  # R2 thinks while the round's subflow is made
         named = run_named(round_flow, round_run_name(round_no, directive))
         with in_scope(round=round_no):
             message = await named(runtime_id, brief)
             elapsed_ms = (time.monotonic() - started) * 1000
-            paused_ms = sum(rt.law1_waits) * 1000  # the person's time answering Law 1: not the agent's, not in Ω
+            paused_ms = sum(record.law1_waits) * 1000  # the person's time answering Law 1: not the agent's, not in Ω
             if paused_ms:
                 logger.info("Ω excludes %.1f s spent waiting for Law-1 answers", paused_ms / 1000)
             decision = await ggs_task(runtime_id, controller, message, elapsed_ms, round_no, paused_ms)
@@ -215,14 +214,14 @@ async def _medium_loop(runtime_id: str, rt: Runtime, request: str, history: list
         round_no += 1
     final = decision.final
     if final.directive == "abandon":  # spec v0.9: one R2 call reports what was achieved and what to try
-        rt.llm.send_early("R2", "FailureReport", failure_messages(spec, final, decision.trajectory))
+        deps.llm.send_early("R2", "FailureReport", failure_messages(spec, final, decision.trajectory))
         final = await failure_report_task(runtime_id, spec, final, decision.trajectory)
-    final = _with_law1(final, rt.law1_events)
-    rt.bus.publish(final, "R7", "user")
+    final = _with_law1(final, record.law1_events)
+    deps.bus.publish(final, "R7", "user")
     logger.info("final: %s (%d replans) — %s", final.directive, final.replans, final.summary)
-    markdown = final_markdown(final, rt.llm.records)
-    rt.writes.submit(lambda: acreate_markdown_artifact(key=artifact_key("final", spec.task_id), markdown=markdown,
-                                                       description=f"FinalResult of `{spec.task_id}`"))
+    markdown = final_markdown(final, deps.llm.records)
+    deps.writes.submit(lambda: acreate_markdown_artifact(key=artifact_key("final", spec.task_id), markdown=markdown,
+                                                         description=f"FinalResult of `{spec.task_id}`"))
     return final
 
 

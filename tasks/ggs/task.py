@@ -36,18 +36,19 @@ def artifact_key(prefix: str, task_id: str) -> str:
 async def ggs_task(runtime_id: str, controller: GGSController, message: OutcomeSummary | ReplanRequest,
                    elapsed_ms: float, round_no: int, paused_ms: float = 0.0) -> GGSDecision:
     """Evaluate one round and publish the outcome (``paused_ms``: Law-1 waits, kept out of Ω)."""
-    rt = get_runtime(runtime_id)
+    run = get_runtime(runtime_id)
+    deps = run.deps
     logger = get_run_logger()
     params = controller.params  # recorded as the controller saw them: replay feeds the same inputs
     decision = controller.evaluate(message, elapsed_ms, paused_ms)
     logger.info(decision.log_line)
-    if rt.decisions is not None:
-        rt.decisions.ggs(task_id=controller.task_id, intent=controller.intent, round_no=round_no,
+    if deps.decisions is not None:
+        deps.decisions.ggs(task_id=controller.task_id, intent=controller.intent, round_no=round_no,
                          elapsed_ms=elapsed_ms, params=params, message=message, decision=decision,
                          paused_ms=paused_ms)
     table = [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()} for row in decision.trajectory]
     picture = trajectory_markdown(controller.task_id, decision.trajectory)
-    rt.writes.submit(lambda: asyncio.gather(  # off the critical path: the next round does not wait for them
+    deps.writes.submit(lambda: asyncio.gather(  # off the critical path: the next round does not wait for them
         acreate_table_artifact(key=artifact_key("ggs", controller.task_id), table=table,
                                description=f"GGS loss trajectory of task `{controller.task_id}`: one row per round."),
         acreate_markdown_artifact(
@@ -55,31 +56,32 @@ async def ggs_task(runtime_id: str, controller: GGSController, message: OutcomeS
             description=f"GGS loss trajectory of `{controller.task_id}` as a picture: L, D, P, Ω by round."),
     ))
     for megram in decision.megrams:
-        rt.bus.publish(megram, "R7", "R5")
-        if rt.store is not None:
+        deps.bus.publish(megram, "R7", "R5")
+        if deps.store is not None:
             try:
-                rt.store.write(megram)
+                deps.store.write(megram)
             except Exception as exc:  # fire-and-forget: memory never blocks the GGS
                 logger.warning("memory write failed (kept going): %s", exc)
-    _negative_feedback(rt, decision, message, logger)
+    _negative_feedback(run, decision, message, logger)
     if decision.directive is not None:
-        rt.bus.publish(decision.directive, "R7", "R2")
+        deps.bus.publish(decision.directive, "R7", "R2")
     return decision
 
 
-def _negative_feedback(rt: Runtime, decision: GGSDecision, message: OutcomeSummary | ReplanRequest,
+def _negative_feedback(run: Runtime, decision: GGSDecision, message: OutcomeSummary | ReplanRequest,
                        logger) -> None:
     """Append a negative-σ Megram against each served SOP the round contradicted (once per task)."""
-    if rt.store is None or not rt.served_sops:
+    deps, record = run.deps, run.record
+    if deps.store is None or not record.served_sops:
         return
     outcomes = message.outcomes if isinstance(message, OutcomeSummary) else [
         *message.matched_outcomes, *message.failed_outcomes]
     calls = [c for o in outcomes for c in o.calls]
-    for sop, why in contradicted(decision.state, decision.abandon_reason, rt.served_sops, calls):
-        if sop.id in rt.fed_back:
+    for sop, why in contradicted(decision.state, decision.abandon_reason, record.served_sops, calls):
+        if sop.id in record.fed_back:
             continue
-        rt.fed_back.add(sop.id)
+        record.fed_back.add(sop.id)
         try:
-            rt.bus.publish(rt.store.record_negative_feedback(sop.id, why), "R7", "R5")
+            deps.bus.publish(deps.store.record_negative_feedback(sop.id, why), "R7", "R5")
         except Exception as exc:  # fire-and-forget: memory never blocks the GGS
             logger.warning("negative feedback on rule %s failed (kept going): %s", sop.id, exc)

@@ -5,8 +5,8 @@
 ``meta_validator`` (R4b: the task's verdict, the kept results); ``prompting`` (what their prompts
 share), ``grounding`` (Law 0 by code: the validators' passes that rest on a claim alone), ``session``
 (R1's context: the user's last requests), ``task`` (each role as a Prefect task that publishes what the
-role sends on the bus) and ``runtime`` (the run's live objects those tasks look up by id: Prefect
-records parameters, so live objects never travel as one).
+role sends on the bus) and ``runtime`` (the run's live objects those tasks look up by id, as its fixed
+dependencies and its record: Prefect records parameters, so live objects never travel as one).
 """
 
 from artoo import exports
@@ -19,7 +19,7 @@ __all__, __getattr__ = exports(__name__, {
     "meta_validator": ("decide", "judge_task"),
     "grounding": ("why_ungrounded", "overrule"),
     "session": ("load_history", "append_history", "history_for"),
-    "runtime": ("Runtime", "register", "get_runtime", "drop"),
+    "runtime": ("Runtime", "RunDeps", "RunRecord", "register", "get_runtime", "with_bus", "drop"),
     "task": ("perceive_task", "plan_task", "execute_task", "validate_task", "meta_validate_task",
         "failure_report_task"),
 })

@@ -2,7 +2,10 @@
 
 Flow and task parameters are recorded by the Prefect API, so live objects (the LLM
 client, the memory store, the bus, the Law-1 gate) stay in this registry and runs
-receive only a ``runtime_id``.  One Runtime serves one ``artoo-task`` run.
+receive only a ``runtime_id``.  One Runtime serves one ``artoo-task`` run, in two parts:
+``RunDeps``, what the run was given and only reads (frozen), and ``RunRecord``, what the
+run accumulates as it goes (mutable).  Kept apart so a reader sees at the type which
+state a task may change, and that no task swaps a dependency under another.
 """
 
 from __future__ import annotations
@@ -11,12 +14,20 @@ import asyncio
 import contextvars
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from artoo.config.memory_contracts import SOPRecord
 from artoo.config.settings import Settings
 from artoo.tasks.bus.events import Bus
+
+if TYPE_CHECKING:  # types only: the real modules cost start-up time (the LLM client imports openai)
+    from artoo.memory.backends import MemoryService
+    from artoo.tasks.decisions.log import DecisionLog
+    from artoo.tasks.llm.base import LLM
+    from artoo.tasks.plan.inputs import RoundInputs
+    from artoo.tasks.tools.models import Gate
 
 
 class OrderedWrites:
@@ -64,37 +75,61 @@ class OrderedWrites:
             await asyncio.shield(self._last)
 
 
-@dataclass
-class Runtime:
-    """Everything the roles' tasks need for one task run."""
+@dataclass(frozen=True)
+class RunDeps:
+    """What a run is given when it starts and only reads: the same objects for every task of the run."""
 
     settings: Settings
-    llm: Any
-    """An implementation of artoo.tasks.llm LLM protocol."""
-    store: Any | None
-    """The MemoryStore, or None when memory is unavailable."""
+    """The settings the run started with."""
+    llm: LLM
+    """The model every role asks (artoo.tasks.llm.LLM)."""
+    store: MemoryService | None
+    """The MKCT memory, or None when it is unavailable (the run plans without it)."""
     bus: Bus
+    """Where every inter-role message is published; the one dependency R1's answer decides (``with_bus``)."""
     workspace: Path
-    gate: Callable[[Any], Awaitable[bool]]
-    """Law-1 confirmation: awaits a PendingAction, True only on an explicit approval."""
+    """The folder the run's new files are written to."""
+    gate: Gate
+    """Law-1 confirmation (artoo.tasks.tools.models.Gate): awaits a PendingAction, True only on an explicit approval."""
+    decisions: DecisionLog | None = None
+    """The run's decision log (``artoo log``, ``artoo replay``), or None when it is off."""
+    writes: OrderedWrites = field(default_factory=OrderedWrites)
+    """Artifacts written in the background, in order; flushed before the run ends (a queue, so mutable
+    inside, but the run keeps the same one throughout)."""
+
+
+@dataclass
+class RunRecord:
+    """What a run accumulates as its tasks go: Law-1 answers, what it created, time, memory's evidence."""
+
     law1_events: list[str] = field(default_factory=list)
     """Every Law-1 decision of the run, e.g. ``approved: rm x`` / ``denied: rm x``."""
     created: set[str] = field(default_factory=set)
     """Real paths this task created (owned): its later steps may change them without a Law-1 question."""
     tool_seconds: float = 0.0
     """Wall time spent inside tools (cost report)."""
-    decisions: Any | None = None
-    """The run's DecisionLog (artoo.tasks.decisions.log), or None when it is off."""
     law1_waits: list[float] = field(default_factory=list)
     """Seconds each Law-1 question waited for the person: excluded from Ω, reported on its own."""
-    served_sops: list[Any] = field(default_factory=list)
+    served_sops: list[SOPRecord] = field(default_factory=list)
     """The SOPRecords this round's calibration served to R2; R7 checks them against the outcome."""
     fed_back: set[str] = field(default_factory=set)
     """Ids of the SOPs already given negative feedback in this task (one piece of evidence per task)."""
-    writes: OrderedWrites = field(default_factory=OrderedWrites)
-    """Artifacts written in the background, in order; flushed before the run ends."""
-    prepared: dict[int, Any] = field(default_factory=dict)
+    prepared: dict[int, RoundInputs] = field(default_factory=dict)
     """Per round number, the inputs the medium loop worked out before creating that round's subflow."""
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """Everything the roles' tasks need for one task run: its fixed dependencies and its record.
+
+    Frozen too: a task changes the record's contents, never which deps or record the run has; the
+    one exchange (the bus, once R1 names the task) re-registers the run (``with_bus``).
+    """
+
+    deps: RunDeps
+    """What the run was given; read only."""
+    record: RunRecord
+    """What the run accumulates; changed in place by its tasks."""
 
 
 _REGISTRY: dict[str, Runtime] = {}
@@ -110,6 +145,19 @@ def register(runtime: Runtime) -> str:
 def get_runtime(runtime_id: str) -> Runtime:
     """The runtime of a live run (KeyError means the run is not in this process)."""
     return _REGISTRY[runtime_id]
+
+
+def with_bus(runtime_id: str, bus: Bus) -> Runtime:
+    """Give a live run a new bus, keep everything else, and return the runtime now registered.
+
+    A bus publishes under one task id, and R1's TaskSpec names the task only after the run began
+    (until then its bus says ``pending``).  Every task looks the runtime up by id when it starts,
+    so each one from here on publishes under the task's id; a Runtime held from before shares the
+    same record and other deps, only its bus is the old one.
+    """
+    old = _REGISTRY[runtime_id]
+    _REGISTRY[runtime_id] = new = Runtime(replace(old.deps, bus=bus), old.record)
+    return new
 
 
 def drop(runtime_id: str) -> None:

@@ -30,7 +30,7 @@ from artoo.config.contracts import (
 from artoo.config.errors import ArtooError
 from artoo.config.protocol import AgentVerdict, PlanAnswer, TaskVerdict
 from artoo.tasks.roles import agent_validator, executor, meta_validator, perceiver, planner
-from artoo.tasks.roles.runtime import Runtime, get_runtime
+from artoo.tasks.roles.runtime import RunDeps, Runtime, get_runtime
 from artoo.tasks.tools.found import named_files_now
 
 ROLE_TASK = {"cache_policy": NO_CACHE, "retries": 0, "persist_result": False}
@@ -39,22 +39,22 @@ ROLE_TASK = {"cache_policy": NO_CACHE, "retries": 0, "persist_result": False}
 def asking(runtime_id: str) -> Runtime:
     """The run's runtime, as a role is about to ask the model: the background writes go out now, while the run
     waits for the LLM anyway (artoo.tasks.roles.runtime.OrderedWrites)."""
-    rt = get_runtime(runtime_id)
-    rt.writes.start()
-    return rt
+    run = get_runtime(runtime_id)
+    run.deps.writes.start()
+    return run
 
 
 @task(name="R1 · perceive", **ROLE_TASK)
 async def perceive_task(runtime_id: str, raw_input: str, history: list[dict]) -> TaskSpec:
     """R1: turn the request into a TaskSpec and send it to R2."""
-    rt = asking(runtime_id)
+    deps = asking(runtime_id).deps
     repaired: list[str] = []
-    spec = await perceiver.perceive(rt.llm, raw_input, history, repaired)
+    spec = await perceiver.perceive(deps.llm, raw_input, history, repaired)
     logger = get_run_logger()
     for note in repaired:
         logger.info("R1 answer repaired: %s", note)
-        if rt.decisions is not None:
-            rt.decisions.write("spec_repair", note=note)
+        if deps.decisions is not None:
+            deps.decisions.write("spec_repair", note=note)
     logger.info("task %s: %s", spec.task_id, spec.intent)
     return spec
 
@@ -64,9 +64,9 @@ async def plan_task(runtime_id: str, spec: TaskSpec, calibration_block: str, dir
                     must_not_tools: set[str], must_not_targets: set[str], prior_summary: str,
                     problems: list[str] | None, suffix: str = "", evidence: str = "") -> PlanAnswer:
     """R2: ask the planner for a plan under the MUST NOT set (suffix names a re-ask)."""
-    rt = asking(runtime_id)
-    answer = await planner.plan(rt.llm, spec, calibration_block, directive, must_not_tools, must_not_targets,
-                                prior_summary, problems, evidence, str(rt.workspace))
+    deps = asking(runtime_id).deps
+    answer = await planner.plan(deps.llm, spec, calibration_block, directive, must_not_tools, must_not_targets,
+                                prior_summary, problems, evidence, str(deps.workspace))
     get_run_logger().info("plan: %d subtasks, %d task criteria", len(answer.subtasks), len(answer.task_criteria))
     return answer
 
@@ -75,25 +75,27 @@ async def plan_task(runtime_id: str, spec: TaskSpec, calibration_block: str, dir
 async def execute_task(runtime_id: str, subtask: SubTask, toolbox: Any, correction: CorrectionSignal | None,
                        attempt: int) -> ExecutionResult:
     """R3: one execution attempt; the result goes to R4a."""
-    rt = asking(runtime_id)
+    run = asking(runtime_id)
+    deps = run.deps
     started = time.perf_counter()
     denied_before = len(toolbox.law1_denials)
-    result = await executor.execute(rt.llm, subtask, toolbox, correction, rt.settings.tools.max_tool_calls)
+    result = await executor.execute(deps.llm, subtask, toolbox, correction, deps.settings.tools.max_tool_calls)
     if len(toolbox.law1_denials) == denied_before:  # R4a judges it next (a denial ends the loop without a call)
-        rt.llm.send_early("R4a", "AgentVerdict", agent_validator.messages_for(subtask, result, _files_now(rt, subtask)))
-    rt.tool_seconds += max(0.0, time.perf_counter() - started)
+        deps.llm.send_early("R4a", "AgentVerdict",
+                            agent_validator.messages_for(subtask, result, _files_now(deps, subtask)))
+    run.record.tool_seconds += max(0.0, time.perf_counter() - started)
     logger = get_run_logger()
     logger.info("attempt %d: %s, %d tool calls", attempt, result.status, len(result.tool_calls))
     for entry in result.tool_calls:
         logger.info("  %s", entry)
-    rt.bus.publish(result, "R3", "R4a", subtask.subtask_id)
+    deps.bus.publish(result, "R3", "R4a", subtask.subtask_id)
     return result
 
 
-def _files_now(rt: Runtime, subtask: SubTask) -> list[str]:
+def _files_now(deps: RunDeps, subtask: SubTask) -> list[str]:
     """The files the subtask's criteria name, as R4a is shown them (read again for the real request, so
     the early one is identical exactly when nothing changed in between)."""
-    return named_files_now(agent_validator.named_files(subtask), rt.workspace) if rt.workspace else []
+    return named_files_now(agent_validator.named_files(subtask), deps.workspace) if deps.workspace else []
 
 
 @task(name="validate", task_run_name="validate · attempt {attempt}", **ROLE_TASK)
@@ -101,10 +103,11 @@ async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResu
                         found: list[str] | None = None) -> AgentVerdict:
     """R4a: score one attempt's evidence against the subtask's criteria; ``found``: the named files as the
     fast loop read them after the attempt (read here when not given)."""
-    rt = asking(runtime_id)
-    answer = await agent_validator.judge(rt.llm, subtask, result, _files_now(rt, subtask) if found is None else found)
-    if rt.decisions is not None:
-        rt.decisions.verdict("R4a", answer, subtask_id=subtask.subtask_id, attempt=attempt)
+    deps = asking(runtime_id).deps
+    found = _files_now(deps, subtask) if found is None else found
+    answer = await agent_validator.judge(deps.llm, subtask, result, found)
+    if deps.decisions is not None:
+        deps.decisions.verdict("R4a", answer, subtask_id=subtask.subtask_id, attempt=attempt)
     logger = get_run_logger()
     for v in answer.verdicts:
         logger.info("  %s %s%s", "PASS" if v.verdict == "pass" else "FAIL", v.criterion,
@@ -119,10 +122,10 @@ async def meta_validate_task(runtime_id: str, manifest: DispatchManifest, outcom
     """R4b: judge the task criteria against the merged output (only when every subtask matched);
     ``kept``: the results earlier rounds validated, shown in their own section; ``found``: the files the
     task criteria name, as code read them after the round."""
-    rt = asking(runtime_id)
-    answer = await meta_validator.judge_task(rt.llm, manifest, outcomes, merged, kept or [], found or [])
-    if rt.decisions is not None:
-        rt.decisions.verdict("R4b", answer)
+    deps = asking(runtime_id).deps
+    answer = await meta_validator.judge_task(deps.llm, manifest, outcomes, merged, kept or [], found or [])
+    if deps.decisions is not None:
+        deps.decisions.verdict("R4b", answer)
     logger = get_run_logger()
     for v in answer.verdicts:
         logger.info("  %s %s", "PASS" if v.verdict == "pass" else "FAIL", v.criterion)
@@ -136,10 +139,10 @@ async def failure_report_task(runtime_id: str, spec: TaskSpec, final: FinalResul
 
     The report is an aid: when the call fails the GGS's own account stands, with a warning.
     """
-    rt = asking(runtime_id)
+    deps = asking(runtime_id).deps
     logger = get_run_logger()
     try:
-        report = await planner.failure_report(rt.llm, spec, final, trajectory)
+        report = await planner.failure_report(deps.llm, spec, final, trajectory)
     except ArtooError as exc:
         logger.warning("no failure report (the GGS's own summary stands): %s", exc)
         return final
@@ -149,4 +152,4 @@ async def failure_report_task(runtime_id: str, spec: TaskSpec, final: FinalResul
 
 def publish_r4b(runtime_id: str, message: OutcomeSummary | ReplanRequest) -> None:
     """R4b's message always goes to the GGS (R7), never to R2."""
-    get_runtime(runtime_id).bus.publish(message, "R4b", "R7")
+    get_runtime(runtime_id).deps.bus.publish(message, "R4b", "R7")
