@@ -17,6 +17,7 @@ from artoo.tasks.roles.grounding import (
     ELSEWHERE,
     MISSING,
     NO_CALL,
+    UNRUN,
     claim_only,
     echoes,
     missing,
@@ -35,6 +36,14 @@ T19_STEP = "The total number of lines is written to totals.md"  # t19's step cri
 T19_WC = "shell: wc -l *.txt → 3 a.txt\n 5 b.txt\n 1 c.txt\n 9 total"
 T19_FILE = "totals.md: exists, 17 bytes, 1 line:\n{{ total_lines }}"
 T19_WHY = ELSEWHERE.format(name="totals.md", head="{{ total_lines }}")
+
+
+T30_STEP = "totals.md exists and holds the total number of lines of every .txt file in the working folder"
+T30_WRITE = ("write_file: totals.md → created /w/totals.md (33 characters). Note: the content was written literally, "
+             "$(cat *.txt | wc -l) included: write_file runs no shell.")
+T30_FILE = "totals.md: exists, 33 bytes, 1 line:\nTotal lines: $(cat *.txt | wc -l)"
+T30_R4B = "The file 'totals.md' exists, has 33 bytes, and contains the line 'Total lines: $(cat *.txt | wc -l)'"
+T30_WHY = UNRUN.format(name="totals.md", expr="$(cat *.txt | wc -l)")
 
 
 FS3_TASK2 = "files in the /w directory with pattern *.c that larger than 1 Kilobytes exist"
@@ -91,6 +100,18 @@ FS3_GLOB = ["glob: *.c → /w/dir1/file.c\n/w/dir1/hello.c\n/w/dir1/sum.c"]
     (T19_STEP, "3 a.txt 5 b.txt 1 c.txt 9 total", ["shell: wc -l *.txt | tee totals.md → 3 a.txt 5 b.txt 1 c.txt "
      "9 total"], "done", [T19_FILE], [], [], None),  # the call it quotes names the file
     ("totals.md is deleted", T19_WC, [T19_WC], "done", [T19_FILE], [], [], None),  # absence words: left to the judge
+    # t30: write_file wrote a shell substitution as text; R4a quoted wc, R4b quoted the file itself
+    (T30_STEP, T19_WC, [T19_WC, T30_WRITE], "Total lines: 33", [T30_FILE], [], [], T30_WHY),
+    (T14_TASK, T30_R4B, [T19_WC, T30_WRITE], "Total lines: 33", [T30_FILE], [], [], T30_WHY),
+    ("totals.md holds ${TOTAL}", T30_R4B, ["write_file: totals.md → created"], "done",
+     ["totals.md: exists, 8 bytes, 1 line:\n${TOTAL}"], [], [], UNRUN.format(name="totals.md", expr="${TOTAL}")),
+    # the same text where it is meant to stay text: a script, Markdown code, a file this work did not write
+    ("count.sh prints the total", "echo $(cat *.txt | wc -l)", ["write_file: count.sh → created"], "done",
+     ["count.sh: exists, 28 bytes, 1 line:\necho $(cat *.txt | wc -l)"], [], [], None),
+    ("notes.md explains the count", "notes.md: `$(cat *.txt | wc -l)` counts", ["write_file: notes.md → created"],
+     "done", ["notes.md: exists, 36 bytes, 1 line:\nRun `$(cat *.txt | wc -l)` to count"], [], [], None),
+    (T30_STEP, T30_R4B, [T19_WC, "shell: cat totals.md → Total lines: $(cat *.txt | wc -l)"], "done", [T30_FILE],
+     [], [], None),
     # no file at all: the answer may be the product
     ("a greeting is printed", "Hello there my friend", [], "Hello there my friend", [], [], [], None),
 ])

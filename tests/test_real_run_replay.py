@@ -176,3 +176,33 @@ def test_run_t21_replayed_the_blind_rewrite_is_not_run_and_the_kept_file_stands(
     (r4b,) = [r for r in records if r["kind"] == "grounded"]  # round 1's R4b echo; round 2's file quote stands
     assert (r4b["role"], r4b["round"]) == ("R4b", 1)
     assert server.unused() == {}
+
+
+T30 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-12.jsonl"
+
+
+@pytest.mark.usefixtures("prefect_api")
+def test_run_t30_replayed_a_literal_shell_substitution_is_not_accepted(scripted, artoo_env):
+    """Run t30 exited 0 in round 3 with totals.md holding ``Total lines: $(cat *.txt | wc -l)``: the model's
+    ``write_file`` ran (the tool said it wrote the text literally), R4a passed quoting ``wc``'s output and
+    R4b quoting the file.  Replayed, code fails R4a's pass (``grounding.unrun``) and the run is not accepted.
+    Rounds 1 and 2 asked for the same ``glob``/``locate`` three times per attempt: each turn after a repeat
+    was offered every tool but the repeated one."""
+    from artoo.config.settings import load_settings
+    from artoo.tasks.decisions.log import load_run
+
+    folder = three_files(artoo_env)
+    server = scripted(scenario_from_transcript(T30).model_dump())
+    NegotiationStore(negotiated_path(load_settings().home_dir)).remember(
+        server.base_url, "scripted", "tools", "content", "t30's home was seeded with the content protocol")
+    code, out, _ = run_cli("run", "--json", REQUEST)
+    assert code != 0 and final_from(out)["directive"] != "accept"  # t30 exited 0 here
+    assert (folder / "totals.md").read_text() == "Total lines: $(cat *.txt | wc -l)"
+    turns = [e["body"] for e in server.requests if e["schema"] == "tools"]
+    offered = [sorted(c["properties"]["name"]["enum"][0] for c in
+                      t["response_format"]["json_schema"]["schema"]["anyOf"][0]["properties"]["tool_calls"]
+                      ["items"]["anyOf"]) for t in turns[:3]]
+    assert "glob" in offered[0] and "glob" in offered[1] and "glob" not in offered[2]
+    _, records = load_run(load_settings().home_dir)
+    caught = [v for r in records if r["kind"] == "grounded" for v in r["verdicts"]]
+    assert any(v["evidence"].startswith("totals.md holds '$(cat *.txt | wc -l)' as text") for v in caught)

@@ -12,7 +12,7 @@ from artoo.config.contracts import CorrectionSignal, Criterion, SubTask
 from artoo.config.errors import EnvironmentalFailure
 from artoo.tasks.llm.base import ToolCallRequest, ToolTurn
 from artoo.tasks.llm.fake import ScriptedLLM
-from artoo.tasks.roles.executor import execute, printed, with_printed
+from artoo.tasks.roles.executor import execute, offered, printed, with_printed
 from artoo.tasks.roles.prompting import FENCE_OPEN
 
 SUBTASK = SubTask(subtask_id="5f0c1e9a-0000-4000-8000-000000000001", parent_task_id="count_py",
@@ -125,6 +125,21 @@ def test_after_the_repeat_reminder_the_model_can_go_on():
     assert [name for name, _ in toolbox.calls] == ["glob", "shell"]
     assert result.status == "completed" and len(llm.calls) == 4
     assert "Use that output" in llm.calls[2]["messages"][-1]["content"]
+    # t30: told so, the model asked for glob a third time; the turn after a repeat is offered every tool but it
+    assert [call["tools"] for call in llm.calls] == [["glob", "shell"], ["glob", "shell"], ["shell"],
+                                                     ["glob", "shell"]]
+    assert "every tool but glob" in llm.calls[2]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize(("names", "held_out", "left"), [
+    (["glob", "shell"], None, ["glob", "shell"]),
+    (["glob", "shell"], "glob", ["shell"]),
+    (["glob", "shell"], "read_file", ["glob", "shell"]),  # not offered anyway
+    (["glob"], "glob", ["glob"]),  # never no tool at all: the next repeat ends the attempt instead
+])
+def test_offered_holds_out_the_repeated_tool(names, held_out, left):
+    specs = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]
+    assert [s["function"]["name"] for s in offered(specs, held_out)] == left
 
 
 def _write(content: str, call_id: str) -> dict:

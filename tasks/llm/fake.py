@@ -38,11 +38,13 @@ class ScriptedLLM:
         self.model = model
         self.records: list[CallRecord] = []
         self.calls: list[dict] = []
-        """Every request: role, schema and the messages it carried."""
+        """Every request: role, schema, the messages it carried and the names of the tools offered."""
 
-    def _next(self, queue: list[Any], role: str, schema: str, messages: list[dict]) -> Any:
+    def _next(self, queue: list[Any], role: str, schema: str, messages: list[dict],
+              tools: list[dict] | None = None) -> Any:
         tier_of(role)
-        self.calls.append({"role": role, "schema": schema, "messages": list(messages)})
+        offered = [t.get("function", t).get("name") for t in tools or []]
+        self.calls.append({"role": role, "schema": schema, "messages": list(messages), "tools": offered})
         if not queue:
             raise ScriptExhausted(f"ScriptedLLM has no {schema} answer left for role {role}")
         item = queue.pop(0)
@@ -68,7 +70,7 @@ class ScriptedLLM:
 
     async def tool_turn(self, role: str, messages: list[dict], tools: list[dict]) -> ToolTurn:
         """The next queued turn: a ToolTurn, an ExecutionAnswer/dict (final), or a list of tool calls."""
-        item = self._next(self.tool_turns, role, TOOLS_SCHEMA, messages)
+        item = self._next(self.tool_turns, role, TOOLS_SCHEMA, messages, tools)
         return as_tool_turn(item)
 
 

@@ -115,13 +115,24 @@ def _tool_message(call_id: str, name: str, result) -> dict:
 
 
 REPEATED = ("this is the same call as the one just before, and its output is above. Use that output: make "
-            "the next call the subtask needs, or give the final answer. Asking for the same call again ends "
-            "this attempt.")
+            "the next call the subtask needs (your next turn is offered every tool but {tool}), or give the "
+            "final answer. Asking for the same call again ends this attempt.")
 """Why a call asked twice in a row is not run, once per attempt (the second repeat ends the attempt).
 
 Qwen2.5-Coder-1.5B asks for ``glob *.txt`` again right after it answered.  In t18 of #25 every attempt
 of round 1 was ``glob``, ``glob``, and round 2's ``locate``, ``locate``: ending the attempt at the repeat
-spent it before the model was ever told that the output it needed was in front of it."""
+spent it before the model was ever told that the output it needed was in front of it.  Told so, it asked
+for ``glob *.txt`` a third time (t22, t30): the next turn is therefore offered every tool but the repeated one
+(``offered``), which a server's grammar then holds the answer to."""
+
+
+def offered(specs: list[dict], held_out: str | None) -> list[dict]:
+    """The tools offered for a turn: all but ``held_out`` (the tool whose call was just asked again).
+
+    Never none: where the repeated tool is the only one, it stays offered and the next repeat ends the attempt.
+    """
+    rest = [s for s in specs if s.get("function", s).get("name") != held_out]
+    return rest or specs
 WRITTEN_BLIND = ("this write was composed in the same turn as {tool}, before its output came back, so it "
                  "cannot hold that output. Write the file again now, with the output above in it{redirect}.")
 """Why a write_file after a call that printed data in the same turn is not run.
@@ -212,9 +223,12 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
     previous_turn: list[str] = []
     reminded = False
     listing: tuple[str, list[str]] = ("", [])
+    held_out: str | None = None
     while True:
         files = _files_now(toolbox, subtask) if messages[-1].get("role") == "tool" else []
-        turn = await llm.tool_turn("R3", with_checklist(messages, subtask, files), toolbox.specs())
+        tools = offered(toolbox.specs(), held_out)
+        held_out = None
+        turn = await llm.tool_turn("R3", with_checklist(messages, subtask, files), tools)
         note = turn.assistant_message.get("content") if isinstance(turn.assistant_message, dict) else None
         if not turn.tool_calls:
             if turn.final is None:
@@ -238,8 +252,8 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
                 if reminded:
                     return _stopped(subtask, f"the same call was requested twice in a row: {call.name} "
                                              f"{json.dumps(call.arguments, default=str)[:200]}", evidence, note, calls)
-                reminded = True
-                messages.append(_not_run(call.id, call.name, REPEATED))
+                reminded, held_out = True, call.name
+                messages.append(_not_run(call.id, call.name, REPEATED.format(tool=call.name)))
                 continue
             if call.name == "write_file" and blind_after:
                 messages.append(_not_run(call.id, call.name, _blind_write(blind_after, call.arguments.get("path"))))

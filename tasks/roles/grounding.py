@@ -46,6 +46,16 @@ ELSEWHERE = ("the evidence neither names {name} nor quotes what it holds; code r
 """Why a pass on a file's content whose evidence is about other output fails."""
 QUOTED_SHARE = 0.5
 """Share of a file's words evidence must hold to be read as quoting the file."""
+UNRUN = ("{name} holds {expr!r} as text: write_file wrote it there literally and runs no shell, so the file "
+         "does not hold that command's output")
+"""Why a pass on a data file holding a shell substitution write_file wrote fails."""
+SCRIPT_SUFFIXES = frozenset({
+    ".bash", ".cfg", ".conf", ".env", ".fish", ".ini", ".js", ".mk", ".pl", ".ps1", ".py", ".rb", ".sh",
+    ".toml", ".ts", ".yaml", ".yml", ".zsh",
+})
+"""Suffixes of files where ``$(…)`` is code meant to stay text (a script, a config): never judged by UNRUN."""
+_SUBSTITUTION = re.compile(r"\$\([^)\n]*\)|\$\{[^}\n]*\}")
+_QUOTED_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
 
 
 def words(text: str) -> str:
@@ -85,6 +95,31 @@ def subject_file(criterion: str) -> str | None:
     return None if not named or ABSENCE_WORDS & set(words(criterion).split()) else named[0]
 
 
+def content_now(name: str | None, found: list[str]) -> str | None:
+    """What code read in ``name`` after the work (its head), or None when it did not read it."""
+    state = next((f for f in found if name and f.startswith(f"{name}: exists, ")), None)
+    return state.split("\n", 1)[1] if state and "\n" in state else None
+
+
+def unrun(criterion: str, found: list[str], calls: list[str]) -> str | None:
+    """Why a pass on the criterion's first named file fails when that data file holds a shell substitution
+    (``$(…)``, ``${…}``, outside Markdown code) and a recorded ``write_file`` call wrote it; else None.
+
+    t30 of #25: ``write_file totals.md "Total lines: $(cat *.txt | wc -l)"`` ran (the tool said the text was
+    written literally), and R4a passed quoting ``wc``'s output while R4b passed quoting the file itself: artoo
+    exited 0 with that text as the totals.  A script or config file, where such text is the point, is left to
+    the judge, as is a file no ``write_file`` call of this work names (the user's own file)."""
+    name = subject_file(criterion)
+    content = content_now(name, found)
+    if content is None or os.path.splitext(name)[1].casefold() in SCRIPT_SUFFIXES:
+        return None
+    base = os.path.basename(name)
+    if not any(c.startswith("write_file:") and base in c.split("→", 1)[0] for c in calls):
+        return None
+    expr = _SUBSTITUTION.search(_QUOTED_CODE.sub(" ", content))
+    return UNRUN.format(name=name, expr=expr.group(0)) if expr else None
+
+
 def elsewhere(criterion: str, evidence: str, found: list[str], calls: list[str]) -> str | None:
     """Why a pass on the criterion's first named file rests on another tool call's output, or None.
 
@@ -95,11 +130,11 @@ def elsewhere(criterion: str, evidence: str, found: list[str], calls: list[str])
     came back.  Evidence that quotes no call ("see tool calls") is left to the judge, as is a criterion
     that speaks of absence or a file code did not read."""
     name, said = subject_file(criterion), words(evidence)
-    state = next((f for f in found if name and f.startswith(f"{name}: exists, ")), None)
+    content = content_now(name, found)
     source = [c for c in calls if said and f" {said} " in f" {words(c)} "]
-    if state is None or "\n" not in state or not source or said.count(" ") < CLAIM_WORDS - 1:
+    if content is None or not source or said.count(" ") < CLAIM_WORDS - 1:
         return None
-    base, content = os.path.basename(name).casefold(), state.split("\n", 1)[1]
+    base = os.path.basename(name).casefold()
     held = set(words(content).split())
     if (not held or any(base in c.casefold() for c in [evidence, *source])
             or len(held & set(said.split())) > QUOTED_SHARE * len(held)):
@@ -130,7 +165,7 @@ def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: st
         return ECHOED
     if claimed and named:
         return CLAIMED
-    return elsewhere(criterion, evidence or "", found, calls)
+    return unrun(criterion, found, calls) or elsewhere(criterion, evidence or "", found, calls)
 
 
 def overrule(verdicts: list[CriterionVerdict],
