@@ -128,7 +128,8 @@ async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | Rep
     if cap_note:
         logger.warning(cap_note)
     plan, moves = plan_rules.place_task_criteria(plan)
-    _note_repairs(deps, round_no, moves)
+    plan, told = plan_rules.with_request(plan, spec.intent)
+    _note_repairs(deps, round_no, moves + told)
     manifest, groups = plan_rules.dispatch(plan, spec.task_id, round_no)
     deps.bus.publish(manifest, "R2", "R4b")
     outcomes = await _run_groups(runtime_id, deps, round_no, groups, sorted(inputs.must_not_tools),

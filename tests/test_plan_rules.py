@@ -290,3 +290,31 @@ def test_drop_blocked_tools(tools, blocked, kept, notes):
     repaired, said = drop_blocked_tools(plan, blocked)
     assert [s.tools for s in repaired.subtasks] == kept and len(said) == notes
     assert not validate_plan(repaired, blocked, set()) and (notes or repaired is plan)
+
+
+T30_REQUEST = "Count the lines of every .txt file in this folder and write the totals to totals.md"
+T30_CONTEXT = "The .txt files are in the working folder; totals.md is new, in the same folder"
+
+
+@pytest.mark.parametrize("subtasks, asked, told", [
+    # t30's one-subtask plan: "write the totals" was in neither its intent nor its criterion
+    ([sub("Find all .txt files in the working folder and count their lines", context=T30_CONTEXT)], T30_REQUEST, True),
+    ([sub("Find all .txt files and count their lines")], T30_REQUEST, True),  # no context of its own
+    ([sub(T30_REQUEST, context=T30_CONTEXT)], T30_REQUEST, False),  # the intent is the request already
+    ([sub("count", context=f"{T30_REQUEST}.")], T30_REQUEST, False),  # the context quotes it already
+    ([sub("find the files"), sub("count them", seq=2)], T30_REQUEST, False),  # each step would do it all
+    ([sub("count")], "  ", False),
+])
+def test_with_request(subtasks, asked, told):
+    from artoo.tasks.plan.rules import REQUEST_LINE, with_request
+
+    plan = plan_of(*subtasks)
+    out, notes = with_request(plan, asked)
+    assert bool(notes) is told
+    if not told:
+        assert out == plan
+        return
+    (only,) = out.subtasks
+    head = REQUEST_LINE.format(request=asked)
+    assert only.context == "\n".join(t for t in [head, subtasks[0].context] if t)
+    assert only.intent == subtasks[0].intent and only.success_criteria == subtasks[0].success_criteria

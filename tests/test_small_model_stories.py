@@ -87,7 +87,7 @@ def test_a_blocked_tool_declared_again_after_the_re_ask_is_struck_and_the_round_
     assert "glob" in offered[0] and "glob" not in offered[-1]  # blocked in round 2: never offered
     records = [json.loads(line) for path in (artoo_env / "home" / "decisions").rglob("*.jsonl")
                for line in path.read_text().splitlines()]
-    (repair,) = [r for r in records if r.get("kind") == "plan_repair"]
+    (repair,) = [r for r in records if r.get("kind") == "plan_repair" and "blocked tool" in r["note"]]
     assert repair["round"] == 2 and "declared blocked tool(s) glob again after the re-ask" in repair["note"]
 
 

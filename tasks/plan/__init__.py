@@ -8,7 +8,8 @@ bounds one round's plan before R2 is asked (memory's calibration, the MUST NOT s
 from artoo import exports
 
 __all__, __getattr__ = exports(__name__, {
-    "rules": ("validate_plan", "normalise_sequences", "drop_blocked_tools", "place_task_criteria", "cap_plan",
+    "rules": ("validate_plan", "normalise_sequences", "drop_blocked_tools", "place_task_criteria", "with_request",
+        "cap_plan",
         "dispatch", "group_context", "MAX_SUBTASKS"),
     "inputs": ("RoundInputs",),
 })

@@ -161,6 +161,30 @@ def place_task_criteria(plan: PlanAnswer) -> tuple[PlanAnswer, list[str]]:
     return (plan.model_copy(update={"subtasks": subtasks}), notes) if notes else (plan, [])
 
 
+REQUEST_LINE = "The user's request, in their own words (this step is all of it): {request}"
+"""How a one-subtask plan's context carries the request (``with_request``)."""
+
+
+def with_request(plan: PlanAnswer, request: str) -> tuple[PlanAnswer, list[str]]:
+    """A one-subtask plan whose subtask is given the request's own words at the head of its context.
+
+    Why: Qwen2.5-Coder-1.5B planned "count the lines of every .txt file … and write the totals to
+    totals.md" as one subtask, "Find all .txt files in the working folder and count their lines", with
+    the criterion "totals.md … holds the total number of lines" (#25, t21 and t30): the request's "write
+    the totals" reached the executor in no words, and it wrote the grand total.  A single subtask is the
+    whole task, so the request cannot lead it beyond its step; in a plan of several, each step would be
+    drawn to do all of it, so those are left as planned.  Pure; the plan and a note, or the plan unchanged.
+    """
+    if len(plan.subtasks) != 1 or not request.strip():
+        return plan, []
+    (only,) = plan.subtasks
+    if _key(request) in _key(only.intent) or request.strip() in only.context:
+        return plan, []
+    context = "\n".join(t for t in [REQUEST_LINE.format(request=request.strip()), only.context.strip()] if t)
+    note = f"the only subtask ({only.intent!r}) is given the request's own words in its context"
+    return plan.model_copy(update={"subtasks": [only.model_copy(update={"context": context})]}), [note]
+
+
 def _key(text: str) -> str:
     """A criterion's matching key (prompting.criterion_key), a final period aside."""
     return criterion_key(text).rstrip(".")
