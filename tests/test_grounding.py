@@ -18,6 +18,7 @@ from artoo.tasks.roles.grounding import (
     MISSING,
     NO_CALL,
     UNRUN,
+    UNSOURCED,
     claim_only,
     echoes,
     missing,
@@ -44,6 +45,10 @@ T30_WRITE = ("write_file: totals.md → created /w/totals.md (33 characters). No
 T30_FILE = "totals.md: exists, 33 bytes, 1 line:\nTotal lines: $(cat *.txt | wc -l)"
 T30_R4B = "The file 'totals.md' exists, has 33 bytes, and contains the line 'Total lines: $(cat *.txt | wc -l)'"
 T30_WHY = UNRUN.format(name="totals.md", expr="$(cat *.txt | wc -l)")
+
+
+T31_GLOB = "glob: *.txt → /work/runs/t31/ws/a.txt\n/work/runs/t31/ws/b.txt\n/work/runs/t31/ws/c.txt"
+T31_WHY = UNSOURCED.format(name="totals.md", numbers="3")
 
 
 FS3_TASK2 = "files in the /w directory with pattern *.c that larger than 1 Kilobytes exist"
@@ -112,6 +117,19 @@ FS3_GLOB = ["glob: *.c → /w/dir1/file.c\n/w/dir1/hello.c\n/w/dir1/sum.c"]
      "done", ["notes.md: exists, 36 bytes, 1 line:\nRun `$(cat *.txt | wc -l)` to count"], [], [], None),
     (T30_STEP, T30_R4B, [T19_WC, "shell: cat totals.md → Total lines: $(cat *.txt | wc -l)"], "done", [T30_FILE],
      [], [], None),
+    # t31 (llama-server) and p1 (llama-cpp-python): glob, then a count written by hand that no tool printed
+    (T30_STEP, "write_file: totals.md → created (14 characters)", [T31_GLOB, "write_file: totals.md → created"],
+     "Total lines: 3", ["totals.md: exists, 14 bytes, 1 line:\nTotal lines: 3"], [], [], T31_WHY),
+    (T30_STEP, "totals.md holds 0", [T31_GLOB, "read_file: totals.md → no such file", "shell: true → [exit code 0]",
+     "write_file: totals.md → created (2 characters)"], "done", ["totals.md: exists, 2 bytes, 1 line:\n0"], [], [],
+     UNSOURCED.format(name="totals.md", numbers="0")),
+    # the counts a tool printed, written by hand or by the command itself, stand; so does a file of no measure
+    (T30_STEP, "totals.md holds 3 5 1 9", [T19_WC, "write_file: totals.md → created"], "done",
+     ["totals.md: exists, 40 bytes, 4 lines:\na.txt: 3\nb.txt: 5\nc.txt: 1\nTotal: 9"], [], [], None),
+    (T30_STEP, "3 a.txt 5 b.txt 1 c.txt 9 total", [T31_GLOB, "shell: wc -l *.txt > totals.md → [exit code 0]"],
+     "done", [FILE], [], [], None),
+    ("numbers.txt holds the numbers 1 to 3", "1 2 3", ["write_file: numbers.txt → created"], "done",
+     ["numbers.txt: exists, 6 bytes, 3 lines:\n1\n2\n3"], [], [], None),
     # no file at all: the answer may be the product
     ("a greeting is printed", "Hello there my friend", [], "Hello there my friend", [], [], [], None),
 ])

@@ -54,6 +54,16 @@ SCRIPT_SUFFIXES = frozenset({
     ".toml", ".ts", ".yaml", ".yml", ".zsh",
 })
 """Suffixes of files where ``$(…)`` is code meant to stay text (a script, a config): never judged by UNRUN."""
+UNSOURCED = ("{name} holds {numbers} that no tool printed: a count written by hand is not evidence; compute it "
+             "with a tool (a command redirected into the file, or written after the output came back)")
+"""Why a pass on a count or measure in a file written by hand, from numbers no tool printed, fails."""
+MEASURE_WORDS = frozenset({
+    "bytes", "count", "counted", "counts", "how", "lines", "number", "size", "sizes", "sum", "total", "totals",
+    "words",
+})
+"""Words of a criterion about a measured quantity, whose numbers code can expect a tool to have printed."""
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+_EXIT_CODE = re.compile(r"\[exit code -?\d+\]")
 _SUBSTITUTION = re.compile(r"\$\([^)\n]*\)|\$\{[^}\n]*\}")
 _QUOTED_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
 
@@ -111,13 +121,37 @@ def unrun(criterion: str, found: list[str], calls: list[str]) -> str | None:
     the judge, as is a file no ``write_file`` call of this work names (the user's own file)."""
     name = subject_file(criterion)
     content = content_now(name, found)
-    if content is None or os.path.splitext(name)[1].casefold() in SCRIPT_SUFFIXES:
-        return None
-    base = os.path.basename(name)
-    if not any(c.startswith("write_file:") and base in c.split("→", 1)[0] for c in calls):
+    if (content is None or os.path.splitext(name)[1].casefold() in SCRIPT_SUFFIXES
+            or not _written_here(name, calls)):
         return None
     expr = _SUBSTITUTION.search(_QUOTED_CODE.sub(" ", content))
     return UNRUN.format(name=name, expr=expr.group(0)) if expr else None
+
+
+def _written_here(name: str, calls: list[str]) -> bool:
+    """Whether a recorded ``write_file`` call of this work names ``name`` (by its base name) as its path."""
+    base = os.path.basename(name)
+    return any(c.startswith("write_file:") and base in c.split("→", 1)[0] for c in calls)
+
+
+def unsourced(criterion: str, found: list[str], calls: list[str]) -> str | None:
+    """Why a pass on a measured quantity in the criterion's first named file fails when ``write_file`` wrote
+    it with numbers no recorded tool output holds; else None.
+
+    t31 and p1 of #25 (both servers): R3 listed the files with ``glob``, then wrote ``Total lines: 3`` (the
+    number of files) or ``0`` with ``write_file``, and R4a passed quoting that call.  Only a criterion
+    about a count or measure (``MEASURE_WORDS``), only a data file this work wrote by hand, and only numbers
+    found in no tool's output (exit codes aside): a count a tool printed, or a file a command wrote, stands.
+    """
+    name = subject_file(criterion)
+    content = content_now(name, found)
+    if (content is None or not MEASURE_WORDS & set(words(criterion).split())
+            or os.path.splitext(name)[1].casefold() in SCRIPT_SUFFIXES or not _written_here(name, calls)):
+        return None
+    printed = {n for c in calls if not c.startswith("write_file:")
+               for n in _NUMBER.findall(_EXIT_CODE.sub(" ", c.split("→", 1)[-1]))}
+    alone = [n for n in dict.fromkeys(_NUMBER.findall(content)) if n not in printed]
+    return UNSOURCED.format(name=name, numbers=", ".join(alone[:5])) if alone else None
 
 
 def elsewhere(criterion: str, evidence: str, found: list[str], calls: list[str]) -> str | None:
@@ -165,7 +199,8 @@ def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: st
         return ECHOED
     if claimed and named:
         return CLAIMED
-    return unrun(criterion, found, calls) or elsewhere(criterion, evidence or "", found, calls)
+    return (unrun(criterion, found, calls) or unsourced(criterion, found, calls)
+            or elsewhere(criterion, evidence or "", found, calls))
 
 
 def overrule(verdicts: list[CriterionVerdict],
