@@ -39,7 +39,7 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
     logger = get_run_logger()
     deps.bus.publish(subtask, "R2", "R3", subtask.subtask_id)
     SCOPE.set({**SCOPE.get(), "subtask": subtask.subtask_id})  # this subflow's own context (gathered task)
-    recorder = deps.decisions.tool_call if deps.decisions is not None else None
+    recorder = deps.decisions.tool_call
     blocks = Blocks(frozenset(blocked_tools), tuple(blocked_targets), frozenset(tuple(p) for p in blocked_pairs or []))
     toolbox = ToolBox(deps.settings, deps.workspace, deps.gate, blocks, recorder=recorder, created=run.record.created)
     trajectory: list[GapPoint] = []
@@ -67,9 +67,9 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
         verdicts, ungrounded = r4a.grounded(r4a.verdicts_for(subtask, answer), result, found, absent=absent,
                                             subject=r4a.subject_files(subtask))
         if ungrounded:
-            if deps.decisions is not None:  # the code's overrule of R4a, beside R4a's own answer
-                deps.decisions.write("grounded", subtask_id=subtask.subtask_id, attempt=attempt, verdicts=[
-                    v.model_dump(mode="json") for v in verdicts if v.criterion in ungrounded])
+            # the code's overrule of R4a, beside R4a's own answer
+            deps.decisions.write("grounded", subtask_id=subtask.subtask_id, attempt=attempt, verdicts=[
+                v.model_dump(mode="json") for v in verdicts if v.criterion in ungrounded])
             for v in verdicts:
                 if v.criterion in ungrounded:
                     logger.warning("R4a's pass on %s failed by code (Law 0): %s", v.criterion, v.evidence)

@@ -160,9 +160,8 @@ def _grounded(deps: RunDeps, round_no: int, checked: tuple[list, list[str]]) -> 
     beside R4b's own answer (``artoo log`` shows it where that answer is)."""
     verdicts, turned = checked
     if turned:
-        if deps.decisions is not None:
-            deps.decisions.write("grounded", role="R4b", round=round_no, verdicts=[
-                v.model_dump(mode="json") for v in verdicts if v.criterion in turned])
+        deps.decisions.write("grounded", role="R4b", round=round_no, verdicts=[
+            v.model_dump(mode="json") for v in verdicts if v.criterion in turned])
         for v in verdicts:
             if v.criterion in turned:
                 get_run_logger().warning("R4b's pass on %s failed by code (Law 0): %s", v.criterion, v.evidence)
@@ -179,8 +178,7 @@ def _announce(run: Runtime, spec: TaskSpec, inputs: RoundInputs, round_no: int =
         logger.warning("memory calibration unavailable: %s", inputs.calibration_error)
     if calibration is None:
         return
-    if deps.decisions is not None:
-        deps.decisions.write("memory", round=round_no, **served_lines(calibration))
+    deps.decisions.write("memory", round=round_no, **served_lines(calibration))
     query = MemoryQuery(task_id=spec.task_id, space=calibration.space, entity=calibration.entity,
                         potentials=calibration.potentials, sop_count=len(calibration.sops) + len(calibration.tool_sops))
     deps.bus.publish(query, "R2", "R5")
@@ -246,8 +244,7 @@ def _note_repairs(deps: RunDeps, round_no: int, notes: list[str]) -> None:
     """Each deterministic plan repair in the run's log (the Prefect UI) and its decision log (``artoo log``)."""
     for note in notes:
         get_run_logger().warning("plan repaired: %s", note)
-        if deps.decisions is not None:
-            deps.decisions.write("plan_repair", round=round_no, note=note)
+        deps.decisions.write("plan_repair", round=round_no, note=note)
 
 
 async def _run_groups(runtime_id: str, deps: RunDeps, round_no: int, groups: list[list[SubTask]],

@@ -42,10 +42,9 @@ async def ggs_task(runtime_id: str, controller: GGSController, message: OutcomeS
     params = controller.params  # recorded as the controller saw them: replay feeds the same inputs
     decision = controller.evaluate(message, elapsed_ms, paused_ms)
     logger.info(decision.log_line)
-    if deps.decisions is not None:
-        deps.decisions.ggs(task_id=controller.task_id, intent=controller.intent, round_no=round_no,
-                         elapsed_ms=elapsed_ms, params=params, message=message, decision=decision,
-                         paused_ms=paused_ms)
+    deps.decisions.ggs(task_id=controller.task_id, intent=controller.intent, round_no=round_no,
+                       elapsed_ms=elapsed_ms, params=params, message=message, decision=decision,
+                       paused_ms=paused_ms)
     table = [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()} for row in decision.trajectory]
     picture = trajectory_markdown(controller.task_id, decision.trajectory)
     deps.writes.submit(lambda: asyncio.gather(  # off the critical path: the next round does not wait for them

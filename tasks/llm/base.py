@@ -105,6 +105,10 @@ class LLM(Protocol):
         """Send a request the role will make, before its task starts; False when nothing was sent."""
         ...
 
+    async def aclose(self) -> None:
+        """Release the connections; the run calls it once, as it ends."""
+        ...
+
 
 def cost_report(records: list[CallRecord]) -> dict[str, dict]:
     """Per role: calls, prompt_tokens, completion_tokens, llm_seconds, and largest_prompt_tokens: the

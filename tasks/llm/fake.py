@@ -68,6 +68,9 @@ class ScriptedLLM:
         """Nothing to send ahead: a queued answer is there at once."""
         return False
 
+    async def aclose(self) -> None:
+        """Nothing to release: no connection was opened."""
+
     async def tool_turn(self, role: str, messages: list[dict], tools: list[dict]) -> ToolTurn:
         """The next queued turn: a ToolTurn, an ExecutionAnswer/dict (final), or a list of tool calls."""
         item = self._next(self.tool_turns, role, TOOLS_SCHEMA, messages, tools)

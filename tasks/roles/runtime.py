@@ -91,8 +91,8 @@ class RunDeps:
     """The folder the run's new files are written to."""
     gate: Gate
     """Law-1 confirmation (artoo.tasks.tools.models.Gate): awaits a PendingAction, True only on an explicit approval."""
-    decisions: DecisionLog | None = None
-    """The run's decision log (``artoo log``, ``artoo replay``), or None when it is off."""
+    decisions: DecisionLog
+    """The run's decision log (``artoo log``, ``artoo replay``); ``decisions.enabled`` off makes it write nothing."""
     writes: OrderedWrites = field(default_factory=OrderedWrites)
     """Artifacts written in the background, in order; flushed before the run ends (a queue, so mutable
     inside, but the run keeps the same one throughout)."""

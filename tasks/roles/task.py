@@ -53,8 +53,7 @@ async def perceive_task(runtime_id: str, raw_input: str, history: list[dict]) ->
     logger = get_run_logger()
     for note in repaired:
         logger.info("R1 answer repaired: %s", note)
-        if deps.decisions is not None:
-            deps.decisions.write("spec_repair", note=note)
+        deps.decisions.write("spec_repair", note=note)
     logger.info("task %s: %s", spec.task_id, spec.intent)
     return spec
 
@@ -106,8 +105,7 @@ async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResu
     deps = asking(runtime_id).deps
     found = _files_now(deps, subtask) if found is None else found
     answer = await agent_validator.judge(deps.llm, subtask, result, found)
-    if deps.decisions is not None:
-        deps.decisions.verdict("R4a", answer, subtask_id=subtask.subtask_id, attempt=attempt)
+    deps.decisions.verdict("R4a", answer, subtask_id=subtask.subtask_id, attempt=attempt)
     logger = get_run_logger()
     for v in answer.verdicts:
         logger.info("  %s %s%s", "PASS" if v.verdict == "pass" else "FAIL", v.criterion,
@@ -124,8 +122,7 @@ async def meta_validate_task(runtime_id: str, manifest: DispatchManifest, outcom
     task criteria name, as code read them after the round."""
     deps = asking(runtime_id).deps
     answer = await meta_validator.judge_task(deps.llm, manifest, outcomes, merged, kept or [], found or [])
-    if deps.decisions is not None:
-        deps.decisions.verdict("R4b", answer)
+    deps.decisions.verdict("R4b", answer)
     logger = get_run_logger()
     for v in answer.verdicts:
         logger.info("  %s %s", "PASS" if v.verdict == "pass" else "FAIL", v.criterion)
