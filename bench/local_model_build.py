@@ -32,6 +32,38 @@ RecipeError, say = verify.RecipeError, verify.say  # the recipe's one error, and
 
 CMAKE_FLAGS = ("-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_TESTS=OFF",
                "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_OPENSSL=OFF", "-DBUILD_SHARED_LIBS=OFF")
+ISA_OPTIONS = (("sse4_2", "GGML_SSE42"), ("avx", "GGML_AVX"), ("avx2", "GGML_AVX2"), ("fma", "GGML_FMA"),
+               ("f16c", "GGML_F16C"), ("bmi2", "GGML_BMI2"), ("avx_vnni", "GGML_AVX_VNNI"),
+               ("avx512f", "GGML_AVX512"), ("avx512vbmi", "GGML_AVX512_VBMI"),
+               ("avx512_vnni", "GGML_AVX512_VNNI"), ("avx512_bf16", "GGML_AVX512_BF16"))
+"""/proc/cpuinfo flags and the ggml option that compiles for each, for a build that names them one by one."""
+FLAGS_STAMP = "artoo-cmake-flags.txt"
+"""The configure flags a build directory was made with: a build made with others is configured again."""
+
+
+def isa_flags(cpu_flags: set[str]) -> tuple[str, ...]:
+    """The ggml options for this CPU: none (ggml's ``-march=native``) unless it advertises AMX, then native
+    off and each instruction set it has named, AMX left out.
+
+    On this project's VM (a Xeon that lists ``amx_tile``) the native build crashed on the first
+    matrix product: ``ldtilecfg`` in ``ggml_backend_amx_mul_mat`` raised a general protection fault
+    (llama-server exited with -11 while loading the model): the hypervisor advertises AMX but does not
+    let a process use its tile state.  AVX-512 serves the same quantised products."""
+    if "amx_tile" not in cpu_flags:
+        return ()
+    return ("-DGGML_NATIVE=OFF", *(f"-D{option}={'ON' if flag in cpu_flags else 'OFF'}"
+                                   for flag, option in ISA_OPTIONS),
+            "-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF")
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
+    """The first processor's flags (empty where there is no /proc/cpuinfo, e.g. macOS)."""
+    try:
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return set()
+    line = next((x for x in text.splitlines() if x.startswith("flags")), "")
+    return set(line.partition(":")[2].split())
 
 
 _PERCENT = re.compile(r"^\[\s*(\d{1,3})%\]")
@@ -123,7 +155,11 @@ def unpack_sdist(cache: fetch.Cache) -> Path:
 
 
 def build_llama_server(cache: fetch.Cache, jobs: int) -> Path:
-    if cache.llama_server.exists() and (version := _runs([str(cache.llama_server), "--version"])):
+    flags = (*CMAKE_FLAGS, *isa_flags(cpu_flags()))
+    stamp = cache.build / FLAGS_STAMP
+    made_with = stamp.read_text() if stamp.exists() else " ".join(CMAKE_FLAGS)  # a build before the stamp
+    if (made_with == " ".join(flags) and cache.llama_server.exists()
+            and (version := _runs([str(cache.llama_server), "--version"]))):
         first = next((x for x in version.splitlines() if x.startswith("version")), version.splitlines()[-1])
         say(f"llama-server already built: {cache.llama_server} ({first})")
         return cache.llama_server
@@ -133,9 +169,11 @@ def build_llama_server(cache: fetch.Cache, jobs: int) -> Path:
     tree = unpack_sdist(cache)
     cache.logs.mkdir(parents=True, exist_ok=True)
     log = cache.logs / "build-llama-server.log"
-    if not (cache.build / "CMakeCache.txt").exists():
-        say(f"configuring llama.cpp (log {log})")
-        _run_with_progress(["cmake", "-S", str(tree), "-B", str(cache.build), *CMAKE_FLAGS], log, "configure")
+    if not (cache.build / "CMakeCache.txt").exists() or made_with != " ".join(flags):
+        isa = " ".join(flags[len(CMAKE_FLAGS):])
+        say(f"configuring llama.cpp (log {log}){'; ' + isa if isa else ''}")
+        _run_with_progress(["cmake", "-S", str(tree), "-B", str(cache.build), *flags], log, "configure")
+        stamp.write_text(" ".join(flags))
     say(f"building llama-server with {jobs} jobs (≈ 10–17 min on 2 cores; log {log})")
     _run_with_progress(["cmake", "--build", str(cache.build), "--target", "llama-server", "-j", str(jobs)],
                        log, "build")
@@ -165,6 +203,8 @@ def install_llama_cpp_python(cache: fetch.Cache, jobs: int) -> Path:
     say(f"installing llama-cpp-python[server]=={verify.LCP_VERSION} into {cache.lcp_venv}: pip compiles llama.cpp "
         f"(≈ 10–17 min on 2 cores; log {log})")
     env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)}
+    if isa := isa_flags(cpu_flags()):  # pip's build of llama.cpp takes its cmake options from CMAKE_ARGS
+        env["CMAKE_ARGS"] = " ".join(filter(None, [env.get("CMAKE_ARGS", ""), *isa]))
     _run_with_progress([str(python), "-m", "pip", "install", "-v", "--disable-pip-version-check",
                         f"llama-cpp-python[server]=={verify.LCP_VERSION}"], log, "pip install", env=env)
     if not (version := lcp_ready(python)):

@@ -166,6 +166,12 @@ class LLMParams(BaseModel):
         "before the endpoint and model move to the JSON-in-content tool protocol (remembered in "
         "$ARTOO_HOME/llm/negotiated.json like a refusal). Qwen2.5-Coder-1.5B on llama-server never called native "
         "tools and did call them in the content protocol. 0: the mode moves only on a refusal.")
+    content_probe: bool = Field(
+        True, description="When an executor's first turn under native tools is a final answer with no tool called, "
+        "ask the same turn once more in the JSON-in-content protocol; a tool call there moves the endpoint and model "
+        "to that protocol at once (remembered like a refusal), instead of after silent_tool_answers attempts. "
+        "Qwen2.5-Coder-1.5B on both llama.cpp servers answered native tool turns without calling and called glob "
+        "in the content protocol. Costs one request per such turn while tools are native.")
     brain_timeout_s: float | None = Field(
         None, gt=0, description="Seconds one brain-tier request (R1, R2, R4b, the Dreamer) may take. Unset: "
         f"llm_timeout_s when that is set, else {BRAIN_TIMEOUT_S:g}: a local CPU model (Qwen2.5-Coder-1.5B on "

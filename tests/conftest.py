@@ -25,6 +25,9 @@ os.environ.setdefault("PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL", 
 # Commands that start artoo's own (lingering) server in a test home let it go a few seconds after
 # their last use, not ten minutes: a suite of them would otherwise leave dozens of servers behind.
 os.environ.setdefault("ARTOO_SERVER__LINGER_S", "3")
+# The scripted stories queue one executor answer per turn; a content probe (llm.content_probe) after a scripted
+# first-turn final answer would take the next turn's answer.  Off here; tests/test_tool_behaviour.py turns it on.
+os.environ.setdefault("ARTOO_LLM__CONTENT_PROBE", "false")
 # A suite started in the background without job control (`(… &)` in a script) inherits SIGINT ignored, and
 # every child it starts would too (an ignored signal survives exec): the Ctrl-C stories then fail for the
 # runner's shell, not for artoo.  Restored here, children start with the default, as under a terminal.

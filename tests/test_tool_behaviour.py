@@ -132,3 +132,72 @@ def test_the_content_protocol_closes_the_last_tool_result_with_the_next_step():
     rendered = content_messages(wire)
     assert rendered[-1]["content"].endswith(NEXT_STEP) and rendered[-1]["content"].startswith("Result of the glob")
     assert NEXT_STEP not in json.dumps(content_messages([*wire, {"role": "user", "content": "go on"}]))
+
+
+CONTENT_TURN = Path(__file__).parent / "transcripts" / "llama-server-count-lines-7.jsonl"
+
+
+def _first_content_turn():
+    """The same model's first turn in the content protocol (t12): ``{"done": false, "tool_calls": [glob, shell]}``."""
+    for record in read_transcript(CONTENT_TURN):
+        request = record.get("request") or {}
+        system = (request.get("messages") or [{}])[0].get("content") or ""
+        if TOOLS_NOTE_HEAD in system and len(request["messages"]) == 2 and record.get("status") == 200:
+            return entry_of(record)
+    raise AssertionError("t12's transcript holds no first content-protocol turn")
+
+
+def _probing(srv: ScriptedLLMServer, home: Path, probe: bool = True) -> OpenAICompatLLM:
+    settings = load_settings(home=home, brain_base_url=srv.base_url, brain_model="qwen", tool_base_url=srv.base_url,
+                             tool_model="qwen", openai_base_url=None, openai_model=None, llm_timeout_s=10,
+                             llm={"silent_tool_answers": 3, "content_probe": probe})
+    return OpenAICompatLLM(settings, max_retries=0)
+
+
+def test_a_silent_first_turn_is_asked_again_in_the_content_protocol_and_a_call_there_moves_the_mode(tmp_path, caplog):
+    """One request, not three attempts: t32 of #25 lost round 1 to the watch (its second attempt answered
+    "failed", which ends a subtask), while the same model calls tools at once in the content protocol."""
+    caplog.set_level(logging.INFO, logger="artoo.llm")
+    with ScriptedLLMServer(Scenario(answers={"tools": [SILENT[0], _first_content_turn()]})) as srv:
+        turn = _attempts(_probing(srv, tmp_path), 1)[0]
+        sent = [r["body"] for r in srv.requests]
+        stored = NegotiationStore(negotiated_path(tmp_path)).get(srv.base_url, "qwen")
+    assert [c.name for c in turn.tool_calls] == ["glob", "shell"] and turn.final is None
+    assert sent[0]["tools"] == [GLOB] and "tools" not in sent[1]
+    assert sent[1]["messages"][0]["content"].count(TOOLS_NOTE_HEAD) == 1
+    assert sent[1]["messages"][1:] == sent[0]["messages"][1:]  # the same turn, only the protocol differs
+    assert stored["tools"] == "content" and stored["tools_because"].startswith("behaviour: an executor's first turn")
+    assert any("tools mode native -> content" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("probe, later_turn", [(True, True), (False, False)])
+def test_no_probe_on_a_later_turn_or_when_switched_off(tmp_path, probe, later_turn):
+    """A final answer after a tool result is the end of the work, not a silent model; and off means off."""
+    messages = [{"role": "system", "content": "R3"}, {"role": "user", "content": "count the lines"}]
+    if later_turn:
+        call = {"id": "c1", "type": "function", "function": {"name": "glob", "arguments": '{"pattern": "*.txt"}'}}
+        messages += [{"role": "assistant", "content": None, "tool_calls": [call]},
+                     {"role": "tool", "tool_call_id": "c1", "content": "a.txt"}]
+    with ScriptedLLMServer(Scenario(answers={"tools": [SILENT[0], _first_content_turn()]})) as srv:
+        llm = _probing(srv, tmp_path, probe)
+
+        async def go():
+            try:
+                return await llm.tool_turn("R3", messages, [GLOB])
+            finally:
+                await llm.aclose()
+        turn = asyncio.run(go())
+        sent = len(srv.requests)
+    assert turn.final is not None and sent == 1 and llm.tool_mode("tool") == "native"
+
+
+def test_a_probe_answered_with_a_final_answer_too_keeps_the_first_answer_and_the_mode(tmp_path):
+    """A model that needs no tool for this turn says so in both protocols: nothing moves on one turn."""
+    with ScriptedLLMServer(Scenario(answers={"tools": [SILENT[0], SILENT[1]]})) as srv:
+        llm = _probing(srv, tmp_path)
+        turn = _attempts(llm, 1)[0]
+        sent = [r["body"] for r in srv.requests]
+    assert len(sent) == 2 and "tools" not in sent[1]
+    # the first answer is kept (t2's "completed", its output an object); the probe's "uncertain" is dropped
+    assert turn.final is not None and turn.final.status == "completed" and "Total lines: 100" in turn.final.output
+    assert llm.tool_mode("tool") == "native" and llm.negotiator.watch.count((srv.base_url, "qwen")) == 1

@@ -53,3 +53,9 @@ def silent_reason(limit: int) -> str:
     """Why the mode moved, as the log and the negotiated store say it."""
     return (f"behaviour: {limit} executor attempts in a row gave a final answer on their first turn without "
             "calling any of the native tools offered (a server that accepts tools, a model that does not use them)")
+
+
+def probe_reason(tool: str) -> str:
+    """Why the mode moved after one probe, as the log and the negotiated store say it."""
+    return (f"behaviour: an executor's first turn gave a final answer under native tools, and the same turn in the "
+            f"content protocol called {tool}")

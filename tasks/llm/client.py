@@ -194,10 +194,36 @@ class OpenAICompatLLM:
                         raise output_error(role, "ExecutionResult", ep, message, exc) from None
                     conversation = repair_messages(messages, "ExecutionResult", message.content, str(exc))
                     continue
+            if tools and (probed := await self._probe_content(role, ep, messages, tools)) is not None:
+                return probed
             if tools:  # a model that accepts native tools but answers without them moves to content (behaviour.py)
                 self.negotiator.tool_answer(ep, messages, called=False)
             return ToolTurn(final=final, assistant_message={"role": "assistant", "content": message.content})
         raise AssertionError("unreachable")
+
+    async def _probe_content(self, role: str, ep: Endpoint, messages: list[dict],
+                             tools: list[dict]) -> ToolTurn | None:
+        """The same first turn asked once in the content protocol, after a final answer under native tools.
+
+        A call there moves the endpoint's tools to the content protocol at once (remembered), and the turn
+        goes on with it; a final answer there too leaves the mode to the watch (``behaviour.py``), and the
+        probe's answer is dropped.  Why: Qwen2.5-Coder-1.5B on both llama.cpp servers answered a fresh
+        home's native tool turns with a final ``{"status": …}`` and no call, so the watch's three attempts
+        in a row cost a round (t32 of #25: the second attempt answered "failed", which ends a subtask);
+        under the content protocol the same model called ``glob`` on its first turn."""
+        if not self.settings.llm.content_probe or not self.negotiator.probe_due(ep, messages):
+            return None
+        response, record = await self._ask(
+            role, TOOLS_SCHEMA, ep, "tools",
+            lambda _mode, shape: tool_request("content", messages, tools, shape), confirm=False)
+        message = first_message(response)
+        with self._judging(record):
+            written = content_tool_calls(message.content, tool_names(tools))
+            if not written:
+                record.ok, record.error = False, "probe: the content protocol gave a final answer too"
+                return None
+        self.negotiator.probed(ep, written[0]["name"])
+        return written_call_turn(written)
 
     async def _ask_structured(self, role: str, schema: str, ep: Endpoint,
                               messages: list[dict]) -> tuple[Any, CallRecord]:

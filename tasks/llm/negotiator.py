@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 
 from artoo.config.errors import ConfigurationError
-from artoo.tasks.llm.behaviour import SilentToolWatch, silent_reason
+from artoo.tasks.llm.behaviour import SilentToolWatch, probe_reason, silent_reason
 from artoo.tasks.llm.errors import Endpoint, FeatureRefused
 from artoo.tasks.llm.negotiated import NegotiationStore
 from artoo.tasks.llm.parsing import MODES
@@ -95,6 +95,16 @@ class Negotiator:
         if self.watch.observe((ep.base_url, ep.model), called=called, first_turn=first_turn):
             reason = silent_reason(self.watch.limit)
             self._move(ep, "tools", "native", "content", reason, reason)
+
+    def probe_due(self, ep: Endpoint, messages: list[dict]) -> bool:
+        """Whether a native-tools final answer on this turn is worth asking again in the content protocol:
+        tools are native, no tool result is in the conversation yet, and the watch has not moved the mode."""
+        return self.mode(ep, "tools") == "native" and not any(m.get("role") == "tool" for m in messages)
+
+    def probed(self, ep: Endpoint, tool: str) -> None:
+        """The content protocol got a call where native tools got a final answer: move tools to content."""
+        reason = probe_reason(tool)
+        self._move(ep, "tools", "native", "content", reason, reason)
 
     def _move(self, ep: Endpoint, kind: str, sent_mode: str, to: str, why: str, because: str) -> None:
         modes_now = self.modes(ep)
