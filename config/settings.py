@@ -172,6 +172,12 @@ class LLMParams(BaseModel):
         "to that protocol at once (remembered like a refusal), instead of after silent_tool_answers attempts. "
         "Qwen2.5-Coder-1.5B on both llama.cpp servers answered native tool turns without calling and called glob "
         "in the content protocol. Costs one request per such turn while tools are native.")
+    rejudge_ungrounded: bool = Field(
+        True, description="When code turns a validator's pass to a fail because its evidence rests on a claim "
+        "(tasks/roles/grounding.py), ask that validator once more with code's reasons before the verdict stands. "
+        "A small model cites the executor's sentence over a file that is right (t12 of #25: R4b quoted 'the total "
+        "number of lines is written to totals.md' while totals.md held the counts): one more call, not a retry "
+        "of the work. The second answer is grounded by the same rules and is final.")
     brain_timeout_s: float | None = Field(
         None, gt=0, description="Seconds one brain-tier request (R1, R2, R4b, the Dreamer) may take. Unset: "
         f"llm_timeout_s when that is set, else {BRAIN_TIMEOUT_S:g}: a local CPU model (Qwen2.5-Coder-1.5B on "

@@ -12,12 +12,21 @@ from __future__ import annotations
 from prefect import flow
 from prefect.logging import get_run_logger
 
-from artoo.config.contracts import BlockedTarget, ExecutionResult, GapPoint, SubTask, SubTaskOutcome
+from artoo.config.contracts import (
+    BlockedTarget,
+    CriterionVerdict,
+    ExecutionResult,
+    GapPoint,
+    SubTask,
+    SubTaskOutcome,
+)
 from artoo.config.errors import RunFailure
+from artoo.config.protocol import AgentVerdict
 from artoo.tasks.decisions.log import SCOPE
 from artoo.tasks.roles import agent_validator as r4a
+from artoo.tasks.roles import grounding
 from artoo.tasks.roles.runtime import RunDeps, get_runtime
-from artoo.tasks.roles.task import execute_task, validate_task
+from artoo.tasks.roles.task import REJUDGED, execute_task, note_grounded, validate_task
 from artoo.tasks.tools import Blocks, ToolBox
 from artoo.tasks.tools.found import absent_names, named_files_now
 
@@ -64,15 +73,11 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
         except RunFailure as exc:
             return _finish(deps, subtask, result, trajectory, attempt, f"validator: {exc}", exc.failure_class, logger)
         absent = absent_names(names, deps.workspace) if deps.workspace else []
-        verdicts, ungrounded = r4a.grounded(r4a.verdicts_for(subtask, answer), result, found, absent=absent,
-                                            subject=r4a.subject_files(subtask))
-        if ungrounded:
-            # the code's overrule of R4a, beside R4a's own answer
-            deps.decisions.write("grounded", subtask_id=subtask.subtask_id, attempt=attempt, verdicts=[
-                v.model_dump(mode="json") for v in verdicts if v.criterion in ungrounded])
-            for v in verdicts:
-                if v.criterion in ungrounded:
-                    logger.warning("R4a's pass on %s failed by code (Law 0): %s", v.criterion, v.evidence)
+        try:
+            answer, verdicts = await _grounded_verdicts(runtime_id, deps, subtask, result, attempt, answer,
+                                                        found, absent)
+        except RunFailure as exc:
+            return _finish(deps, subtask, result, trajectory, attempt, f"validator: {exc}", exc.failure_class, logger)
         trajectory.append(r4a.gap_point(attempt, verdicts))
         if result.status == "failed":  # R4a classified the evidence; a failed executor is never retried
             failure_class = trajectory[-1].failure_class or "logical"
@@ -96,6 +101,24 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
         logger.info("correction → attempt %d: %s", attempt + 1, correction.what_to_do or correction.what_was_wrong)
         deps.bus.publish(correction, "R4a", "R3", subtask.subtask_id)
     raise AssertionError("unreachable: the attempt loop always returns")
+
+
+async def _grounded_verdicts(runtime_id: str, deps: RunDeps, subtask: SubTask, result: ExecutionResult,
+                             attempt: int, answer: AgentVerdict, found: list[str],
+                             absent: list[str]) -> tuple[AgentVerdict, list[CriterionVerdict]]:
+    """R4a's answer and its verdicts after code's grounding; when code turned a pass, R4a is asked once more
+    with code's reasons (``llm.rejudge_ungrounded``), and that answer, grounded the same way, is final."""
+    def ground(given: AgentVerdict) -> tuple[list[CriterionVerdict], list[str]]:
+        return r4a.grounded(r4a.verdicts_for(subtask, given), result, found, absent=absent,
+                            subject=r4a.subject_files(subtask))
+    verdicts, turned = ground(answer)
+    note_grounded(deps, "R4a", verdicts, turned, subtask_id=subtask.subtask_id, attempt=attempt)
+    if turned and deps.settings.llm.rejudge_ungrounded:
+        answer = await validate_task(runtime_id, subtask, result, attempt, found, previous=answer,
+                                     objection=grounding.objection(verdicts, turned), suffix=REJUDGED)
+        verdicts, turned = ground(answer)
+        note_grounded(deps, "R4a", verdicts, turned, subtask_id=subtask.subtask_id, attempt=attempt, rejudged=True)
+    return answer, verdicts
 
 
 def _finish(deps: RunDeps, subtask: SubTask, result: ExecutionResult | None, trajectory: list[GapPoint], attempt: int,

@@ -29,17 +29,17 @@ from artoo.config.contracts import (
     TaskSpec,
 )
 from artoo.config.errors import PlanRejected, RunFailure
-from artoo.config.protocol import PlanAnswer
+from artoo.config.protocol import PlanAnswer, TaskVerdict
 from artoo.flows.fast_loop import subtask_flow, subtask_run_name
 from artoo.memory.calibration import calibrate_from_store
 from artoo.tasks.llm import TOOLS_SCHEMA
 from artoo.tasks.plan import rules as plan_rules
 from artoo.tasks.plan.inputs import RoundInputs
 from artoo.tasks.roles import agent_validator as r4a
-from artoo.tasks.roles import executor, planner
+from artoo.tasks.roles import executor, grounding, planner
 from artoo.tasks.roles import meta_validator as r4b
 from artoo.tasks.roles.runtime import RunDeps, Runtime, get_runtime
-from artoo.tasks.roles.task import meta_validate_task, plan_task, publish_r4b
+from artoo.tasks.roles.task import REJUDGED, meta_validate_task, note_grounded, plan_task, publish_r4b
 from artoo.tasks.tools.found import absent_names, named_files_now
 from artoo.tasks.tools.specs import specs_for
 
@@ -141,9 +141,10 @@ async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | Rep
         found = named_files_now(names, deps.workspace) if deps.workspace else []
         try:
             answer = await meta_validate_task(runtime_id, manifest, outcomes, merged, kept, found)
-            verdicts, summary = r4b.task_verdicts(manifest, answer), answer.summary
             absent = absent_names(names, deps.workspace) if deps.workspace else []
-            verdicts = _grounded(deps, round_no, r4b.grounded(verdicts, outcomes, kept, found, absent))
+            answer, verdicts = await _grounded(runtime_id, deps, round_no, answer,
+                                               (manifest, outcomes, merged, kept, found, absent))
+            summary = answer.summary
         except RunFailure as exc:  # no verdict is not an accept: every task criterion fails with the cause
             logger.error("R4b could not judge the task criteria: %s", exc)
             verdicts = r4b.unjudged(manifest, str(exc), exc.failure_class)
@@ -155,17 +156,20 @@ async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | Rep
     return message
 
 
-def _grounded(deps: RunDeps, round_no: int, checked: tuple[list, list[str]]) -> list:
-    """R4b's verdicts after code's grounding; a pass code turned is logged and kept in the decision log
-    beside R4b's own answer (``artoo log`` shows it where that answer is)."""
-    verdicts, turned = checked
-    if turned:
-        deps.decisions.write("grounded", role="R4b", round=round_no, verdicts=[
-            v.model_dump(mode="json") for v in verdicts if v.criterion in turned])
-        for v in verdicts:
-            if v.criterion in turned:
-                get_run_logger().warning("R4b's pass on %s failed by code (Law 0): %s", v.criterion, v.evidence)
-    return verdicts
+async def _grounded(runtime_id: str, deps: RunDeps, round_no: int, answer: TaskVerdict,
+                    judged: tuple) -> tuple[TaskVerdict, list]:
+    """R4b's answer and its verdicts after code's grounding; a pass code turned is logged and kept in the decision
+    log beside R4b's own answer, and R4b is asked once more with code's reasons (``llm.rejudge_ungrounded``):
+    that answer, grounded the same way, is final.  ``judged``: manifest, outcomes, merged, kept, found, absent."""
+    manifest, outcomes, merged, kept, found, absent = judged
+    verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent)
+    note_grounded(deps, "R4b", verdicts, turned, round=round_no)
+    if turned and deps.settings.llm.rejudge_ungrounded:
+        answer = await meta_validate_task(runtime_id, manifest, outcomes, merged, kept, found, previous=answer,
+                                          objection=grounding.objection(verdicts, turned), suffix=REJUDGED)
+        verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent)
+        note_grounded(deps, "R4b", verdicts, turned, round=round_no, rejudged=True)
+    return answer, verdicts
 
 
 def _announce(run: Runtime, spec: TaskSpec, inputs: RoundInputs, round_no: int = 1) -> None:

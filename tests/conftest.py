@@ -28,6 +28,10 @@ os.environ.setdefault("ARTOO_SERVER__LINGER_S", "3")
 # The scripted stories queue one executor answer per turn; a content probe (llm.content_probe) after a scripted
 # first-turn final answer would take the next turn's answer.  Off here; tests/test_tool_behaviour.py turns it on.
 os.environ.setdefault("ARTOO_LLM__CONTENT_PROBE", "false")
+# Likewise a validator asked once more after code turned its pass (llm.rejudge_ungrounded) would take the answer a
+# scripted story or a replayed real run queued for a later attempt or round.  Off here; the stories of the re-ask
+# (tests/test_rejudge.py) turn it on and script that answer.
+os.environ.setdefault("ARTOO_LLM__REJUDGE_UNGROUNDED", "false")
 # A suite started in the background without job control (`(… &)` in a script) inherits SIGINT ignored, and
 # every child it starts would too (an ignored signal survives exec): the Ctrl-C stories then fail for the
 # runner's shell, not for artoo.  Restored here, children start with the default, as under a terminal.

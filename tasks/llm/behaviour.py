@@ -13,6 +13,11 @@ in the conversation yet), with tools offered, that gives a final answer without 
 That is a result with no evidence, which R4a rejects (Law 0).  One such answer can be honest ("say
 hello" needs no tool), so only ``limit`` of them **in a row** per endpoint and model switch the mode;
 any native tool call resets the count.  Pure state, no I/O: the client logs and remembers the switch.
+
+The watch's three attempts cost a round: in t32 of #25 (a fresh home) the second attempt answered "failed",
+which ends a subtask, so the move came in round 2.  So the client first **probes** (``llm.content_probe``):
+such a first turn is asked once more in the content protocol, and a call there moves the mode at once
+(``probe_reason``); a final answer there too leaves the count to the watch.
 """
 
 from __future__ import annotations

@@ -203,14 +203,9 @@ class OpenAICompatLLM:
 
     async def _probe_content(self, role: str, ep: Endpoint, messages: list[dict],
                              tools: list[dict]) -> ToolTurn | None:
-        """The same first turn asked once in the content protocol, after a final answer under native tools.
-
-        A call there moves the endpoint's tools to the content protocol at once (remembered), and the turn
-        goes on with it; a final answer there too leaves the mode to the watch (``behaviour.py``), and the
-        probe's answer is dropped.  Why: Qwen2.5-Coder-1.5B on both llama.cpp servers answered a fresh
-        home's native tool turns with a final ``{"status": …}`` and no call, so the watch's three attempts
-        in a row cost a round (t32 of #25: the second attempt answered "failed", which ends a subtask);
-        under the content protocol the same model called ``glob`` on its first turn."""
+        """The same first turn asked once in the content protocol, after a final answer under native tools: a
+        call there moves tools to content at once (remembered) and the turn goes on with it; a final answer
+        there too is dropped and the watch decides (``behaviour.py``, which says why)."""
         if not self.settings.llm.content_probe or not self.negotiator.probe_due(ep, messages):
             return None
         response, record = await self._ask(

@@ -23,7 +23,16 @@ from artoo.config.contracts import (
 )
 from artoo.config.protocol import AgentVerdict
 from artoo.tasks.roles import grounding
-from artoo.tasks.roles.prompting import align_verdicts, cap, fence_untrusted, file_paths, numbered, system, user
+from artoo.tasks.roles.prompting import (
+    align_verdicts,
+    cap,
+    fence_untrusted,
+    file_paths,
+    numbered,
+    objected,
+    system,
+    user,
+)
 
 CONTEXT_CHARS = 2000
 """Characters of the subtask context shown to the validator."""
@@ -79,9 +88,12 @@ def messages_for(subtask: SubTask, result: ExecutionResult, found: list[str] | N
     return [system(ROLE, "AgentVerdict"), user(content)]
 
 
-async def judge(llm, subtask: SubTask, result: ExecutionResult, found: list[str] | None = None) -> AgentVerdict:
-    """Ask the tool-tier model for per-criterion verdicts on one attempt (schema ``AgentVerdict``)."""
-    return await llm.structured("R4a", "AgentVerdict", messages_for(subtask, result, found))
+async def judge(llm, subtask: SubTask, result: ExecutionResult, found: list[str] | None = None,
+                previous: AgentVerdict | None = None, objection: str | None = None) -> AgentVerdict:
+    """Ask the tool-tier model for per-criterion verdicts on one attempt (schema ``AgentVerdict``);
+    with ``objection``, once more after its ``previous`` answer (``grounding.objection``)."""
+    messages = objected(messages_for(subtask, result, found), previous, objection)
+    return await llm.structured("R4a", "AgentVerdict", messages)
 
 
 def _synthetic(criterion: str, failure_class: FailureClass, evidence: str) -> list[CriterionVerdict]:

@@ -203,6 +203,19 @@ def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: st
             or elsewhere(criterion, evidence or "", found, calls))
 
 
+REJUDGE = ("Code checked your passes against the tool calls it recorded and the files as it read them, and "
+           "found no ground for these:\n{reasons}\nJudge every criterion again. A pass needs evidence quoted "
+           "from a recorded tool call or from a file as code read it, never the executor's own words; when "
+           "nothing there shows a criterion met, fail it.")
+"""What a validator is told when code turned some of its passes: asked once more before the verdict stands."""
+
+
+def objection(verdicts: list[CriterionVerdict], turned: list[str]) -> str:
+    """The re-ask after an overrule: each turned criterion with code's reason (the turned verdict's evidence)."""
+    reasons = "\n".join(f"- {v.criterion}: {v.evidence}" for v in verdicts if v.criterion in turned)
+    return REJUDGE.format(reasons=reasons)
+
+
 def overrule(verdicts: list[CriterionVerdict],
              why: Callable[[CriterionVerdict], str | None]) -> tuple[list[CriterionVerdict], list[str]]:
     """Each pass ``why`` has a reason against turned to a logical fail with that reason as evidence;

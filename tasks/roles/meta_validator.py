@@ -35,6 +35,7 @@ from artoo.tasks.roles.prompting import (
     fence_untrusted,
     file_paths,
     numbered,
+    objected,
     system,
     user,
 )
@@ -166,9 +167,12 @@ def messages_for(manifest: DispatchManifest, outcomes: list[SubTaskOutcome], mer
 
 
 async def judge_task(llm, manifest: DispatchManifest, outcomes: list[SubTaskOutcome],
-                     merged: dict, kept: list[KeptResult] = (), found: list[str] = ()) -> TaskVerdict:
-    """Ask the brain model for task-criteria verdicts (role R4b, schema ``TaskVerdict``)."""
-    return await llm.structured("R4b", "TaskVerdict", messages_for(manifest, outcomes, merged, kept, found))
+                     merged: dict, kept: list[KeptResult] = (), found: list[str] = (),
+                     previous: TaskVerdict | None = None, objection: str | None = None) -> TaskVerdict:
+    """Ask the brain model for task-criteria verdicts (role R4b, schema ``TaskVerdict``); with ``objection``,
+    once more after its ``previous`` answer (``grounding.objection``)."""
+    messages = objected(messages_for(manifest, outcomes, merged, kept, found), previous, objection)
+    return await llm.structured("R4b", "TaskVerdict", messages)
 
 
 def task_verdicts(manifest: DispatchManifest, answer: TaskVerdict) -> list[CriterionVerdict]:

@@ -79,6 +79,14 @@ def user(content: str) -> dict:
     return {"role": "user", "content": content}
 
 
+def objected(messages: list[dict], answer: Any, objection: str | None) -> list[dict]:
+    """A validator's prompt asked again: its own answer, then code's objection to it (unchanged without one)."""
+    if not objection:
+        return messages
+    said = answer.model_dump_json() if hasattr(answer, "model_dump_json") else json.dumps(answer, default=str)
+    return [*messages, {"role": "assistant", "content": said}, user(objection)]
+
+
 def as_text(value: Any) -> str:
     """Any output as text: strings as they are, everything else as compact JSON."""
     if isinstance(value, str):

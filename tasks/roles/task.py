@@ -97,15 +97,18 @@ def _files_now(deps: RunDeps, subtask: SubTask) -> list[str]:
     return named_files_now(agent_validator.named_files(subtask), deps.workspace) if deps.workspace else []
 
 
-@task(name="validate", task_run_name="validate · attempt {attempt}", **ROLE_TASK)
+@task(name="validate", task_run_name="validate · attempt {attempt}{suffix}", **ROLE_TASK)
 async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResult, attempt: int,
-                        found: list[str] | None = None) -> AgentVerdict:
+                        found: list[str] | None = None, previous: AgentVerdict | None = None,
+                        objection: str | None = None, suffix: str = "") -> AgentVerdict:
     """R4a: score one attempt's evidence against the subtask's criteria; ``found``: the named files as the
-    fast loop read them after the attempt (read here when not given)."""
+    fast loop read them after the attempt (read here when not given); ``objection``: code's reasons against
+    R4a's ``previous`` answer, asked once more (``suffix`` names that run in the UI)."""
     deps = asking(runtime_id).deps
     found = _files_now(deps, subtask) if found is None else found
-    answer = await agent_validator.judge(deps.llm, subtask, result, found)
-    deps.decisions.verdict("R4a", answer, subtask_id=subtask.subtask_id, attempt=attempt)
+    answer = await agent_validator.judge(deps.llm, subtask, result, found, previous, objection)
+    deps.decisions.verdict("R4a", answer, subtask_id=subtask.subtask_id, attempt=attempt,
+                           **({"rejudged": True} if objection else {}))
     logger = get_run_logger()
     for v in answer.verdicts:
         logger.info("  %s %s%s", "PASS" if v.verdict == "pass" else "FAIL", v.criterion,
@@ -113,16 +116,19 @@ async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResu
     return answer
 
 
-@task(name="R4b · meta-validate", **ROLE_TASK)
+@task(name="R4b · meta-validate", task_run_name="R4b · meta-validate{suffix}", **ROLE_TASK)
 async def meta_validate_task(runtime_id: str, manifest: DispatchManifest, outcomes: list[SubTaskOutcome],
                              merged: Any, kept: list[meta_validator.KeptResult] | None = None,
-                             found: list[str] | None = None) -> TaskVerdict:
+                             found: list[str] | None = None, previous: TaskVerdict | None = None,
+                             objection: str | None = None, suffix: str = "") -> TaskVerdict:
     """R4b: judge the task criteria against the merged output (only when every subtask matched);
     ``kept``: the results earlier rounds validated, shown in their own section; ``found``: the files the
-    task criteria name, as code read them after the round."""
+    task criteria name, as code read them after the round; ``objection``: code's reasons against R4b's
+    ``previous`` answer, asked once more."""
     deps = asking(runtime_id).deps
-    answer = await meta_validator.judge_task(deps.llm, manifest, outcomes, merged, kept or [], found or [])
-    deps.decisions.verdict("R4b", answer)
+    answer = await meta_validator.judge_task(deps.llm, manifest, outcomes, merged, kept or [], found or [],
+                                             previous, objection)
+    deps.decisions.verdict("R4b", answer, **({"rejudged": True} if objection else {}))
     logger = get_run_logger()
     for v in answer.verdicts:
         logger.info("  %s %s", "PASS" if v.verdict == "pass" else "FAIL", v.criterion)
@@ -145,6 +151,23 @@ async def failure_report_task(runtime_id: str, spec: TaskSpec, final: FinalResul
         return final
     logger.info("failure report: achieved %s; blocked by %s", report.achieved, report.blocked_by)
     return planner.with_report(final, report)
+
+
+REJUDGED = " · re-asked"
+"""The suffix of a validator's task run asked once more after code turned its passes (the UI names it)."""
+
+
+def note_grounded(deps: RunDeps, role: str, verdicts: list, turned: list[str], **where: Any) -> None:
+    """Code's overrule of a validator's passes, beside that validator's own answer: one ``grounded`` decision
+    record (``artoo log`` shows it where the answer is) and one warning per turned pass in the run's log."""
+    if not turned:
+        return
+    deps.decisions.write("grounded", role=role, verdicts=[
+        v.model_dump(mode="json") for v in verdicts if v.criterion in turned], **where)
+    logger = get_run_logger()
+    for v in verdicts:
+        if v.criterion in turned:
+            logger.warning("%s's pass on %s failed by code (Law 0): %s", role, v.criterion, v.evidence)
 
 
 def publish_r4b(runtime_id: str, message: OutcomeSummary | ReplanRequest) -> None:
