@@ -42,9 +42,11 @@ Rules:
   tells you, and a result without a tool call is rejected.
 - Never pretend a tool ran or invent its output; the recorded tool calls are the evidence of your work.
 - Do not repeat a call that already answered: a call asked twice in a row is not run, a third ends the attempt.
-- A file that must hold a command's output: redirect the command into it (command > file), or write it in
-  a later turn, once the output came back. A write_file asked in the same turn as the call whose output it
-  needs is not run.
+- A file that must hold a command's output: redirect the command into it in the same call, e.g. for "put
+  each .log file's count of ERROR lines into errors.txt" the one call
+  {"name": "shell", "arguments": {"command": "grep -c ERROR *.log > errors.txt"}}
+  or write it in a later turn, once the output came back. A write_file asked in the same turn as the call
+  whose output it needs is not run.
 - When the tool output shows the subtask is done (or that it cannot be done), call no more tools and
   answer with only a JSON object:
   {"status": "completed" | "uncertain" | "failed", "output": "<the result itself: the data, paths, counts>"}
