@@ -315,3 +315,17 @@ def test_the_last_call_that_worked_is_the_product():
     assert result.output == "done"  # the file is the product: the listing before it is not added
     result, _, _ = run([glob, {"status": "failed", "output": "could not"}], Toolbox(listing))
     assert result.output == "could not"  # only a completed answer is the result
+
+
+@pytest.mark.parametrize("files, told", [
+    (["totals.md: does not exist in /w"], True),   # t33/t34: glob listed the files, then counts written by hand
+    (["totals.md: exists, 36 bytes, 4 lines:\n 3 a.txt"], False),
+    ([], False),
+])
+def test_after_a_tool_result_a_missing_named_file_brings_the_redirect_rule(files, told):
+    from artoo.tasks.roles.executor import REDIRECT, with_checklist
+
+    tool = {"role": "tool", "tool_call_id": "c1", "content": "a.txt\nb.txt"}
+    sent = with_checklist([{"role": "user", "content": "count"}, tool], SUBTASK, files)
+    assert (REDIRECT in sent[-1]["content"]) is told and sent[-1]["content"].startswith("a.txt\nb.txt")
+    assert with_checklist([{"role": "user", "content": "count"}], SUBTASK, files)[-1]["content"] == "count"

@@ -78,6 +78,13 @@ def messages_for(subtask: SubTask, correction: CorrectionSignal | None, workspac
     return [system(ROLE), user("\n\n".join(parts))]
 
 
+REDIRECT = ("A file that must hold what a command prints is made by that command redirected into it, in one "
+            "shell call (command > file), never written by hand. ")
+"""Said after a tool result while a file the criteria name does not exist yet.  t33 and t34 of #25: after
+``glob`` listed the three files, Qwen2.5-Coder-1.5B wrote ``10 15 20`` and ``Total lines: 3`` into totals.md
+by hand; the same rule in the role text, 2,000 tokens back, did not reach it."""
+
+
 def with_checklist(messages: list[dict], subtask: SubTask, files: list[str] | None = None) -> list[dict]:
     """The conversation as sent: after a tool result, the criteria again and when to stop, at the end.
 
@@ -92,8 +99,10 @@ def with_checklist(messages: list[dict], subtask: SubTask, files: list[str] | No
     if not messages or messages[-1].get("role") != "tool":
         return messages
     now = "".join(f"\n- {line}" for line in files or [])
+    create = REDIRECT if any(": does not exist" in line for line in files or []) else ""
     reminder = (f"\n\nThis subtask is checked against:\n{numbered(subtask.success_criteria)}\n"
-                + (f"The files these name, as they are now:{now}\nCreate or fix any the criteria need. " if now else "")
+                + (f"The files these name, as they are now:{now}\nCreate or fix any the criteria need. {create}"
+                   if now else "")
                 + "If the tool results so far already meet these, call no more tools: answer with the final "
                 "JSON object now.")
     return [*messages[:-1], {**messages[-1], "content": f"{messages[-1]['content']}{reminder}"}]
