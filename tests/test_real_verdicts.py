@@ -60,7 +60,8 @@ def test_every_real_verdict_lines_up_with_its_criteria(name, line, record, monke
         messages = record["request"]["messages"]
         answer = asyncio.run(OpenAICompatLLM(load_settings(), max_retries=0).structured("R4a", "AgentVerdict",
                                                                                        messages))
-    criteria = _criteria(messages[-1]["content"])
+    # the criteria are in the first user message: a re-ask (t34) ends with code's objection
+    criteria = _criteria(next(m for m in messages if m["role"] == "user")["content"])
     aligned = align_verdicts(criteria, answer.verdicts)
     assert criteria and len(answer.verdicts) == len(criteria)
     assert [v.evidence for v in aligned if v.evidence == "validator gave no verdict"] == []

@@ -134,17 +134,19 @@ def test_the_content_protocol_closes_the_last_tool_result_with_the_next_step():
     assert NEXT_STEP not in json.dumps(content_messages([*wire, {"role": "user", "content": "go on"}]))
 
 
-CONTENT_TURN = Path(__file__).parent / "transcripts" / "llama-server-count-lines-7.jsonl"
+T34 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-13.jsonl"
 
 
-def _first_content_turn():
-    """The same model's first turn in the content protocol (t12): ``{"done": false, "tool_calls": [glob, shell]}``."""
-    for record in read_transcript(CONTENT_TURN):
-        request = record.get("request") or {}
-        system = (request.get("messages") or [{}])[0].get("content") or ""
-        if TOOLS_NOTE_HEAD in system and len(request["messages"]) == 2 and record.get("status") == 200:
-            return entry_of(record)
-    raise AssertionError("t12's transcript holds no first content-protocol turn")
+def _probe_pair() -> tuple:
+    """t34's real probe: R3's first turn under native tools (a final answer, invented counts, no call), then
+    the same turn in the content protocol (``{"done": false, "tool_calls": [glob *.txt]}``)."""
+    first = [r for r in read_transcript(T34)
+             if r.get("status") == 200 and len((r.get("request") or {}).get("messages") or []) == 2
+             and "Role R3" in r["request"]["messages"][0]["content"]]
+    native, content = first[:2]
+    assert native["request"].get("tools") and "tools" not in content["request"]
+    assert native["request"]["messages"][1:] == content["request"]["messages"][1:]  # the same turn, as sent
+    return entry_of(native), entry_of(content)
 
 
 def _probing(srv: ScriptedLLMServer, home: Path, probe: bool = True) -> OpenAICompatLLM:
@@ -158,11 +160,11 @@ def test_a_silent_first_turn_is_asked_again_in_the_content_protocol_and_a_call_t
     """One request, not three attempts: t32 of #25 lost round 1 to the watch (its second attempt answered
     "failed", which ends a subtask), while the same model calls tools at once in the content protocol."""
     caplog.set_level(logging.INFO, logger="artoo.llm")
-    with ScriptedLLMServer(Scenario(answers={"tools": [SILENT[0], _first_content_turn()]})) as srv:
+    with ScriptedLLMServer(Scenario(answers={"tools": list(_probe_pair())})) as srv:
         turn = _attempts(_probing(srv, tmp_path), 1)[0]
         sent = [r["body"] for r in srv.requests]
         stored = NegotiationStore(negotiated_path(tmp_path)).get(srv.base_url, "qwen")
-    assert [c.name for c in turn.tool_calls] == ["glob", "shell"] and turn.final is None
+    assert [(c.name, c.arguments) for c in turn.tool_calls] == [("glob", {"pattern": "*.txt"})] and turn.final is None
     assert sent[0]["tools"] == [GLOB] and "tools" not in sent[1]
     assert sent[1]["messages"][0]["content"].count(TOOLS_NOTE_HEAD) == 1
     assert sent[1]["messages"][1:] == sent[0]["messages"][1:]  # the same turn, only the protocol differs
@@ -178,7 +180,7 @@ def test_no_probe_on_a_later_turn_or_when_switched_off(tmp_path, probe, later_tu
         call = {"id": "c1", "type": "function", "function": {"name": "glob", "arguments": '{"pattern": "*.txt"}'}}
         messages += [{"role": "assistant", "content": None, "tool_calls": [call]},
                      {"role": "tool", "tool_call_id": "c1", "content": "a.txt"}]
-    with ScriptedLLMServer(Scenario(answers={"tools": [SILENT[0], _first_content_turn()]})) as srv:
+    with ScriptedLLMServer(Scenario(answers={"tools": list(_probe_pair())})) as srv:
         llm = _probing(srv, tmp_path, probe)
 
         async def go():
