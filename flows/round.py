@@ -166,7 +166,7 @@ async def _grounded(runtime_id: str, deps: RunDeps, round_no: int, answer: TaskV
     note_grounded(deps, "R4b", verdicts, turned, round=round_no)
     if turned and deps.settings.llm.rejudge_ungrounded:
         answer = await meta_validate_task(runtime_id, manifest, outcomes, merged, kept, found, previous=answer,
-                                          objection=grounding.objection(verdicts, turned), suffix=REJUDGED)
+                                          objection=grounding.objection(verdicts, turned, found), suffix=REJUDGED)
         verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent)
         note_grounded(deps, "R4b", verdicts, turned, round=round_no, rejudged=True)
     return answer, verdicts

@@ -54,9 +54,12 @@ def test_t12s_real_r4b_pass_is_turned_and_the_objection_names_why():
     verdicts, turned = meta_validator.grounded(meta_validator.task_verdicts(MANIFEST, answer), [OUTCOME], [],
                                                FOUND, [])
     assert turned == [CRITERION] and verdicts[0].verdict == "fail"
-    said = grounding.objection(verdicts, turned)
+    said = grounding.objection(verdicts, turned, FOUND)
     assert f"- {CRITERION}: {grounding.CLAIMED}" in said
     assert said.startswith("Code checked your passes") and "Judge every criterion again" in said
+    # the file right under its criterion (p2 of #25: re-asked with the reason alone, R4b failed a right file)
+    assert "totals.md as code read it after the work: '3 a.txt\\n 5 b.txt\\n 1 c.txt\\n 9 total'" in said
+    assert "as code read it after the work" not in grounding.objection(verdicts, turned)  # nothing read, nothing said
 
 
 @pytest.mark.parametrize("turned, listed", [

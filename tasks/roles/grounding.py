@@ -205,15 +205,32 @@ def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: st
 
 REJUDGE = ("Code checked your passes against the tool calls it recorded and the files as it read them, and "
            "found no ground for these:\n{reasons}\nJudge every criterion again. A pass needs evidence quoted "
-           "from a recorded tool call or from a file as code read it, never the executor's own words; when "
-           "nothing there shows a criterion met, fail it.")
+           "from a recorded tool call or from a file as code read it (shown above where code read one), never "
+           "the executor's own words: pass a criterion that such a file or call shows met, quoting it, and fail "
+           "one that nothing there shows met.")
 """What a validator is told when code turned some of its passes: asked once more before the verdict stands."""
 
 
-def objection(verdicts: list[CriterionVerdict], turned: list[str]) -> str:
-    """The re-ask after an overrule: each turned criterion with code's reason (the turned verdict's evidence)."""
-    reasons = "\n".join(f"- {v.criterion}: {v.evidence}" for v in verdicts if v.criterion in turned)
-    return REJUDGE.format(reasons=reasons)
+READ_CHARS = 300
+"""Characters of a criterion's file, as code read it, repeated under that criterion in the re-ask."""
+
+
+def objection(verdicts: list[CriterionVerdict], turned: list[str], found: list[str] = ()) -> str:
+    """The re-ask after an overrule: each turned criterion with code's reason (the turned verdict's evidence)
+    and, where code read the criterion's file, what it holds, right there.
+
+    Why the file: p2 of #25 (llama-cpp-python) wrote a right totals.md with ``wc -l *.txt > totals.md``; R4b
+    passed quoting the executor's sentence, and re-asked with the reason alone it turned its verdict to fail,
+    though the file was in its prompt, 1,000 tokens back."""
+    lines = []
+    for v in verdicts:
+        if v.criterion in turned:
+            lines.append(f"- {v.criterion}: {v.evidence}")
+            name = subject_file(v.criterion)
+            content = content_now(name, list(found))
+            if content is not None:
+                lines.append(f"  {name} as code read it after the work: {content.strip()[:READ_CHARS]!r}")
+    return REJUDGE.format(reasons="\n".join(lines))
 
 
 def overrule(verdicts: list[CriterionVerdict],
