@@ -161,7 +161,9 @@ def test_a_silent_first_turn_is_asked_again_in_the_content_protocol_and_a_call_t
     "failed", which ends a subtask), while the same model calls tools at once in the content protocol."""
     caplog.set_level(logging.INFO, logger="artoo.llm")
     with ScriptedLLMServer(Scenario(answers={"tools": list(_probe_pair())})) as srv:
-        turn = _attempts(_probing(srv, tmp_path), 1)[0]
+        llm, observed = _probing(srv, tmp_path), []
+        llm.observer = observed.append  # what the decision log records (artoo log shows "tools mode content")
+        turn = _attempts(llm, 1)[0]
         sent = [r["body"] for r in srv.requests]
         stored = NegotiationStore(negotiated_path(tmp_path)).get(srv.base_url, "qwen")
     assert [(c.name, c.arguments) for c in turn.tool_calls] == [("glob", {"pattern": "*.txt"})] and turn.final is None
@@ -169,6 +171,7 @@ def test_a_silent_first_turn_is_asked_again_in_the_content_protocol_and_a_call_t
     assert sent[1]["messages"][0]["content"].count(TOOLS_NOTE_HEAD) == 1
     assert sent[1]["messages"][1:] == sent[0]["messages"][1:]  # the same turn, only the protocol differs
     assert stored["tools"] == "content" and stored["tools_because"].startswith("behaviour: an executor's first turn")
+    assert [r["negotiated"]["tools"] for r in observed] == ["native", "content"]
     assert any("tools mode native -> content" in r.getMessage() for r in caplog.records)
 
 

@@ -217,7 +217,7 @@ class OpenAICompatLLM:
             if not written:
                 record.ok, record.error = False, "probe: the content protocol gave a final answer too"
                 return None
-        self.negotiator.probed(ep, written[0]["name"])
+            self.negotiator.probed(ep, written[0]["name"])  # before the record is observed: it shows the move
         return written_call_turn(written)
 
     async def _ask_structured(self, role: str, schema: str, ep: Endpoint,
