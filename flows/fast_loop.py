@@ -114,7 +114,7 @@ async def _grounded_verdicts(runtime_id: str, deps: RunDeps, subtask: SubTask, r
     verdicts, turned = ground(answer)
     note_grounded(deps, "R4a", verdicts, turned, subtask_id=subtask.subtask_id, attempt=attempt)
     if turned and deps.settings.llm.rejudge_ungrounded:
-        answer = await validate_task(runtime_id, subtask, result, attempt, found, previous=answer,
+        answer = await validate_task(runtime_id, subtask, result, attempt, found,
                                      objection=grounding.objection(verdicts, turned, found), suffix=REJUDGED)
         verdicts, turned = ground(answer)
         note_grounded(deps, "R4a", verdicts, turned, subtask_id=subtask.subtask_id, attempt=attempt, rejudged=True)

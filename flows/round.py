@@ -165,7 +165,7 @@ async def _grounded(runtime_id: str, deps: RunDeps, round_no: int, answer: TaskV
     verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent)
     note_grounded(deps, "R4b", verdicts, turned, round=round_no)
     if turned and deps.settings.llm.rejudge_ungrounded:
-        answer = await meta_validate_task(runtime_id, manifest, outcomes, merged, kept, found, previous=answer,
+        answer = await meta_validate_task(runtime_id, manifest, outcomes, merged, kept, found,
                                           objection=grounding.objection(verdicts, turned, found), suffix=REJUDGED)
         verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent)
         note_grounded(deps, "R4b", verdicts, turned, round=round_no, rejudged=True)

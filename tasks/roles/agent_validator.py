@@ -89,10 +89,10 @@ def messages_for(subtask: SubTask, result: ExecutionResult, found: list[str] | N
 
 
 async def judge(llm, subtask: SubTask, result: ExecutionResult, found: list[str] | None = None,
-                previous: AgentVerdict | None = None, objection: str | None = None) -> AgentVerdict:
+                objection: str | None = None) -> AgentVerdict:
     """Ask the tool-tier model for per-criterion verdicts on one attempt (schema ``AgentVerdict``);
-    with ``objection``, once more after its ``previous`` answer (``grounding.objection``)."""
-    messages = objected(messages_for(subtask, result, found), previous, objection)
+    with ``objection``, once more after code turned a pass (``grounding.objection``)."""
+    messages = objected(messages_for(subtask, result, found), objection)
     return await llm.structured("R4a", "AgentVerdict", messages)
 
 

@@ -203,11 +203,11 @@ def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: st
             or elsewhere(criterion, evidence or "", found, calls))
 
 
-REJUDGE = ("Code checked your passes against the tool calls it recorded and the files as it read them, and "
-           "found no ground for these:\n{reasons}\nJudge every criterion again. A pass needs evidence quoted "
-           "from a recorded tool call or from a file as code read it (shown above where code read one), never "
-           "the executor's own words: pass a criterion that such a file or call shows met, quoting it, and fail "
-           "one that nothing there shows met.")
+REJUDGE = ("An earlier answer to this was checked by code against the tool calls it recorded and the files as "
+           "it read them, and its passes on these had no ground:\n{reasons}\nJudge every criterion again. A pass "
+           "needs evidence quoted from a recorded tool call or from a file as code read it (shown above where "
+           "code read one), never the executor's own words: pass a criterion that such a file or call shows met, "
+           "quoting it, and fail one that nothing there shows met.")
 """What a validator is told when code turned some of its passes: asked once more before the verdict stands."""
 
 

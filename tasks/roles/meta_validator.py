@@ -168,10 +168,10 @@ def messages_for(manifest: DispatchManifest, outcomes: list[SubTaskOutcome], mer
 
 async def judge_task(llm, manifest: DispatchManifest, outcomes: list[SubTaskOutcome],
                      merged: dict, kept: list[KeptResult] = (), found: list[str] = (),
-                     previous: TaskVerdict | None = None, objection: str | None = None) -> TaskVerdict:
+                     objection: str | None = None) -> TaskVerdict:
     """Ask the brain model for task-criteria verdicts (role R4b, schema ``TaskVerdict``); with ``objection``,
-    once more after its ``previous`` answer (``grounding.objection``)."""
-    messages = objected(messages_for(manifest, outcomes, merged, kept, found), previous, objection)
+    once more after code turned a pass (``grounding.objection``)."""
+    messages = objected(messages_for(manifest, outcomes, merged, kept, found), objection)
     return await llm.structured("R4b", "TaskVerdict", messages)
 
 

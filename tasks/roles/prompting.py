@@ -79,12 +79,13 @@ def user(content: str) -> dict:
     return {"role": "user", "content": content}
 
 
-def objected(messages: list[dict], answer: Any, objection: str | None) -> list[dict]:
-    """A validator's prompt asked again: its own answer, then code's objection to it (unchanged without one)."""
+def objected(messages: list[dict], objection: str | None) -> list[dict]:
+    """A validator's prompt asked again: the same prompt with code's objection at the end of its last message
+    (unchanged without one).  Its own earlier answer is not shown: given it as the assistant's turn,
+    Qwen2.5-Coder-1.5B sent it back word for word (t34's R4a, t36's R4b of #25)."""
     if not objection:
         return messages
-    said = answer.model_dump_json() if hasattr(answer, "model_dump_json") else json.dumps(answer, default=str)
-    return [*messages, {"role": "assistant", "content": said}, user(objection)]
+    return [*messages[:-1], {**messages[-1], "content": f"{messages[-1]['content']}\n\n{objection}"}]
 
 
 def as_text(value: Any) -> str:

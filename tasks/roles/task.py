@@ -99,14 +99,14 @@ def _files_now(deps: RunDeps, subtask: SubTask) -> list[str]:
 
 @task(name="validate", task_run_name="validate · attempt {attempt}{suffix}", **ROLE_TASK)
 async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResult, attempt: int,
-                        found: list[str] | None = None, previous: AgentVerdict | None = None,
-                        objection: str | None = None, suffix: str = "") -> AgentVerdict:
+                        found: list[str] | None = None, objection: str | None = None,
+                        suffix: str = "") -> AgentVerdict:
     """R4a: score one attempt's evidence against the subtask's criteria; ``found``: the named files as the
     fast loop read them after the attempt (read here when not given); ``objection``: code's reasons against
-    R4a's ``previous`` answer, asked once more (``suffix`` names that run in the UI)."""
+    R4a's earlier answer, asked once more (``suffix`` names that run in the UI)."""
     deps = asking(runtime_id).deps
     found = _files_now(deps, subtask) if found is None else found
-    answer = await agent_validator.judge(deps.llm, subtask, result, found, previous, objection)
+    answer = await agent_validator.judge(deps.llm, subtask, result, found, objection)
     deps.decisions.verdict("R4a", answer, subtask_id=subtask.subtask_id, attempt=attempt,
                            **({"rejudged": True} if objection else {}))
     logger = get_run_logger()
@@ -119,15 +119,15 @@ async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResu
 @task(name="R4b · meta-validate", task_run_name="R4b · meta-validate{suffix}", **ROLE_TASK)
 async def meta_validate_task(runtime_id: str, manifest: DispatchManifest, outcomes: list[SubTaskOutcome],
                              merged: Any, kept: list[meta_validator.KeptResult] | None = None,
-                             found: list[str] | None = None, previous: TaskVerdict | None = None,
-                             objection: str | None = None, suffix: str = "") -> TaskVerdict:
+                             found: list[str] | None = None, objection: str | None = None,
+                             suffix: str = "") -> TaskVerdict:
     """R4b: judge the task criteria against the merged output (only when every subtask matched);
     ``kept``: the results earlier rounds validated, shown in their own section; ``found``: the files the
     task criteria name, as code read them after the round; ``objection``: code's reasons against R4b's
-    ``previous`` answer, asked once more."""
+    earlier answer, asked once more."""
     deps = asking(runtime_id).deps
     answer = await meta_validator.judge_task(deps.llm, manifest, outcomes, merged, kept or [], found or [],
-                                             previous, objection)
+                                             objection)
     deps.decisions.verdict("R4b", answer, **({"rejudged": True} if objection else {}))
     logger = get_run_logger()
     for v in answer.verdicts:
