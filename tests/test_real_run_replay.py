@@ -206,3 +206,34 @@ def test_run_t30_replayed_a_literal_shell_substitution_is_not_accepted(scripted,
     _, records = load_run(load_settings().home_dir)
     caught = [v for r in records if r["kind"] == "grounded" for v in r["verdicts"]]
     assert any(v["evidence"].startswith("totals.md holds '$(cat *.txt | wc -l)' as text") for v in caught)
+
+
+T35 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-14.jsonl"
+
+
+@pytest.mark.usefixtures("prefect_api")
+def test_run_t35_replayed_a_fresh_home_probes_moves_to_content_and_accepts_the_right_file(scripted, artoo_env,
+                                                                                        monkeypatch):
+    """Run t35, a new user's first run (no remembered modes): R3's first turn under native tools answered a
+    final result with invented counts; the content probe asked the same turn in the content protocol, which
+    called ``glob`` and ``wc -l *.txt > totals.md``; R4a passed on that call, R4b quoting the file as code read
+    it.  Exit 0, totals.md right, in 221 s.  Replayed with the probe on, the same eight answers make the same
+    run; with it off (its fix reverted) the answers fall out of step and the replay ends abandoned after 3
+    replans (checked by hand: exit 1)."""
+    from artoo.config.settings import load_settings
+    from artoo.tasks.decisions.log import load_run
+
+    monkeypatch.setenv("ARTOO_LLM__CONTENT_PROBE", "true")
+    folder = three_files(artoo_env)
+    server = scripted(scenario_from_transcript(T35).model_dump())
+    code, out, _ = run_cli("run", "--json", REQUEST)
+    assert (code, final_from(out)["directive"], final_from(out)["replans"]) == (0, "accept", 0)
+    assert (folder / "totals.md").read_text().split() == ["3", "a.txt", "5", "b.txt", "1", "c.txt", "9", "total"]
+    tools = [e["body"] for e in server.requests if e["schema"] == "tools"]
+    assert [bool(t.get("tools")) for t in tools] == [True, False, False]  # native, the probe, content
+    stored = NegotiationStore(negotiated_path(load_settings().home_dir)).get(server.base_url, "scripted")
+    assert stored["tools"] == "content" and stored["tools_because"].startswith("behaviour: an executor's first")
+    _, records = load_run(load_settings().home_dir)
+    assert not [r for r in records if r["kind"] == "grounded"]  # both passes rest on what code recorded
+    shown = "\n".join(render(records))
+    assert "tools mode content" in shown and "$ shell: wc -l *.txt > totals.md" in shown
