@@ -24,6 +24,7 @@ from artoo.config.contracts import (
 from artoo.config.protocol import AgentVerdict
 from artoo.tasks.roles import grounding
 from artoo.tasks.roles.prompting import (
+    CLAIMS_LEFT_OUT,
     align_verdicts,
     cap,
     fence_untrusted,
@@ -68,7 +69,8 @@ def named_files(subtask: SubTask) -> list[str]:
             for n in file_paths(text)]
 
 
-def messages_for(subtask: SubTask, result: ExecutionResult, found: list[str] | None = None) -> list[dict]:
+def messages_for(subtask: SubTask, result: ExecutionResult, found: list[str] | None = None,
+                 claims: bool = True) -> list[dict]:
     """R4a's prompt: the criteria, the executor's status, its claim and its evidence (all fenced);
     ``found``: the named files as code read them after the attempt (tasks/tools/found.py)."""
     calls = "\n".join(result.tool_calls) or "(no tool was called)"
@@ -80,7 +82,8 @@ def messages_for(subtask: SubTask, result: ExecutionResult, found: list[str] | N
         + fence_untrusted("subtask context", cap(subtask.context or "(none)", CONTEXT_CHARS)),
         f"Success criteria:\n{numbered(subtask.success_criteria)}",
         f"Executor status (its own claim): {result.status}",
-        "Executor output (a claim):\n" + fence_untrusted("executor output", result.output or "(empty)"),
+        "Executor output (a claim):\n" + (fence_untrusted("executor output", result.output or "(empty)") if claims
+                                          else CLAIMS_LEFT_OUT),
         f"Tool calls recorded by code ({len(result.tool_calls)}), the ground truth:\n"
         + fence_untrusted("tool calls", calls),
         *files,
@@ -92,7 +95,7 @@ async def judge(llm, subtask: SubTask, result: ExecutionResult, found: list[str]
                 objection: str | None = None) -> AgentVerdict:
     """Ask the tool-tier model for per-criterion verdicts on one attempt (schema ``AgentVerdict``);
     with ``objection``, once more after code turned a pass (``grounding.objection``)."""
-    messages = objected(messages_for(subtask, result, found), objection)
+    messages = objected(messages_for(subtask, result, found, claims=not objection), objection)
     return await llm.structured("R4a", "AgentVerdict", messages)
 
 

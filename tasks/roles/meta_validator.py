@@ -28,6 +28,7 @@ from artoo.config.contracts import (
 from artoo.config.protocol import TaskVerdict
 from artoo.tasks.roles import grounding
 from artoo.tasks.roles.prompting import (
+    CLAIMS_LEFT_OUT,
     align_verdicts,
     as_text,
     cap,
@@ -147,14 +148,15 @@ def named_files(manifest: DispatchManifest) -> list[str]:
 
 
 def messages_for(manifest: DispatchManifest, outcomes: list[SubTaskOutcome], merged: dict,
-                 kept: list[KeptResult] = (), found: list[str] = ()) -> list[dict]:
+                 kept: list[KeptResult] = (), found: list[str] = (), claims: bool = True) -> list[dict]:
     """R4b's prompt: the task criteria, the merged output, each subtask's evidence, the results earlier
     rounds validated that this round did not redo, and ``found`` (the named files as code read them after
-    the round), fenced."""
+    the round), fenced; ``claims`` off leaves the merged output (the executors' words) out (``CLAIMS_LEFT_OUT``)."""
     evidence = "\n\n".join(f"[{o.status}] {o.intent or o.subtask_id}\n" + _calls(o) for o in outcomes)
     sections = [
         f"Task criteria (about the combined output):\n{numbered(manifest.task_criteria)}",
-        "Merged output:\n" + fence_untrusted("merged output", cap(as_text(merged), MERGED_CHARS)),
+        "Merged output:\n" + (fence_untrusted("merged output", cap(as_text(merged), MERGED_CHARS)) if claims
+                               else CLAIMS_LEFT_OUT),
         "Tool evidence per subtask, recorded by code:\n" + fence_untrusted("subtask evidence", evidence),
     ]
     earlier = carried(outcomes, list(kept))
@@ -171,7 +173,7 @@ async def judge_task(llm, manifest: DispatchManifest, outcomes: list[SubTaskOutc
                      objection: str | None = None) -> TaskVerdict:
     """Ask the brain model for task-criteria verdicts (role R4b, schema ``TaskVerdict``); with ``objection``,
     once more after code turned a pass (``grounding.objection``)."""
-    messages = objected(messages_for(manifest, outcomes, merged, kept, found), objection)
+    messages = objected(messages_for(manifest, outcomes, merged, kept, found, claims=not objection), objection)
     return await llm.structured("R4b", "TaskVerdict", messages)
 
 

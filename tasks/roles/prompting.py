@@ -79,6 +79,12 @@ def user(content: str) -> dict:
     return {"role": "user", "content": content}
 
 
+CLAIMS_LEFT_OUT = ("(left out of this second judgement: the executors' own words are not evidence; judge from the "
+                   "tool calls and the files as code read them)")
+"""What stands where the executors' claims were, when a validator is asked once more after code turned a pass:
+shown their sentence again, Qwen2.5-Coder-1.5B quoted it again (t37 of #25, R4b), objection or not."""
+
+
 def objected(messages: list[dict], objection: str | None) -> list[dict]:
     """A validator's prompt asked again: the same prompt with code's objection at the end of its last message
     (unchanged without one).  Its own earlier answer is not shown: given it as the assistant's turn,
