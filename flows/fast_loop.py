@@ -110,7 +110,7 @@ async def _grounded_verdicts(runtime_id: str, deps: RunDeps, subtask: SubTask, r
     with code's reasons (``llm.rejudge_ungrounded``), and that answer, grounded the same way, is final."""
     def ground(given: AgentVerdict) -> tuple[list[CriterionVerdict], list[str]]:
         return r4a.grounded(r4a.verdicts_for(subtask, given), result, found, absent=absent,
-                            subject=r4a.subject_files(subtask))
+                            subject=r4a.subject_files(subtask), context=subtask.context)
     verdicts, turned = ground(answer)
     note_grounded(deps, "R4a", verdicts, turned, subtask_id=subtask.subtask_id, attempt=attempt)
     if turned and deps.settings.llm.rejudge_ungrounded:

@@ -134,7 +134,21 @@ def _written_here(name: str, calls: list[str]) -> bool:
     return any(c.startswith("write_file:") and base in c.split("→", 1)[0] for c in calls)
 
 
-def unsourced(criterion: str, found: list[str], calls: list[str]) -> str | None:
+_EARLIER = re.compile(r"<<<UNTRUSTED:earlier step output[^\n]*\n(.*?)\nEND UNTRUSTED:earlier step output", re.S)
+
+
+RECORDED = "Its tool calls (recorded by code):\n"
+"""The line ``plan.rules.group_context`` puts before an earlier step's recorded calls (after its own words)."""
+
+
+def earlier_output(context: str) -> str:
+    """What code recorded of the earlier steps' tool calls a later step was shown in its context
+    (``plan.rules.group_context``), as one text: a number printed there is a number a tool printed
+    (``unsourced``).  The earlier executor's own words, in the same fence above that line, are left out."""
+    return "\n".join(body.split(RECORDED, 1)[1] for body in _EARLIER.findall(context or "") if RECORDED in body)
+
+
+def unsourced(criterion: str, found: list[str], calls: list[str], shown: str = "") -> str | None:
     """Why a pass on a measured quantity in the criterion's first named file fails when ``write_file`` wrote
     it with numbers no recorded tool output holds; else None.
 
@@ -150,6 +164,7 @@ def unsourced(criterion: str, found: list[str], calls: list[str]) -> str | None:
         return None
     printed = {n for c in calls if not c.startswith("write_file:")
                for n in _NUMBER.findall(_EXIT_CODE.sub(" ", c.split("→", 1)[-1]))}
+    printed |= set(_NUMBER.findall(_EXIT_CODE.sub(" ", shown)))  # an earlier step's output this step was shown
     alone = [n for n in dict.fromkeys(_NUMBER.findall(content)) if n not in printed]
     return UNSOURCED.format(name=name, numbers=", ".join(alone[:5])) if alone else None
 
@@ -177,7 +192,7 @@ def elsewhere(criterion: str, evidence: str, found: list[str], calls: list[str])
 
 
 def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: str, found: list[str],
-                   absent: list[str], subject: list[str] = ()) -> str | None:
+                   absent: list[str], subject: list[str] = (), shown: str = "") -> str | None:
     """Why a pass on ``criterion`` rests on a claim alone; None when it may stand.
 
     ``calls``: the tool calls recorded by code; ``claim``: what the executors said; ``found``: the named
@@ -199,7 +214,7 @@ def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: st
         return ECHOED
     if claimed and named:
         return CLAIMED
-    return (unrun(criterion, found, calls) or unsourced(criterion, found, calls)
+    return (unrun(criterion, found, calls) or unsourced(criterion, found, calls, shown)
             or elsewhere(criterion, evidence or "", found, calls))
 
 
