@@ -237,3 +237,34 @@ def test_run_t35_replayed_a_fresh_home_probes_moves_to_content_and_accepts_the_r
     assert not [r for r in records if r["kind"] == "grounded"]  # both passes rest on what code recorded
     shown = "\n".join(render(records))
     assert "tools mode content" in shown and "$ shell: wc -l *.txt > totals.md" in shown
+
+
+P4 = Path(__file__).parent / "transcripts" / "llama-cpp-python-count-lines-4.jsonl"
+
+
+@pytest.mark.usefixtures("prefect_api")
+def test_run_p4_replayed_both_validators_re_asked_quote_the_file_and_the_run_accepts(scripted, artoo_env,
+                                                                                    monkeypatch):
+    """Run p4, llama-cpp-python from a fresh home: its HTTP 500 on ``json_schema`` (→ ``json_object`` + schema),
+    the probe's move to content, ``glob`` then ``wc -l *.txt > totals.md``; R4a and R4b each passed on the
+    criterion said back (turned by code), and **asked once more without the executors' words, each quoted
+    totals.md as code read it**.  Exit 0, totals.md right, in 328 s.  Replayed with both fixes on, the same run;
+    with the re-ask off (its fix reverted) the turned passes stand as fails and the run is not accepted."""
+    from artoo.config.settings import load_settings
+    from artoo.tasks.decisions.log import load_run
+
+    monkeypatch.setenv("ARTOO_LLM__CONTENT_PROBE", "true")
+    monkeypatch.setenv("ARTOO_LLM__REJUDGE_UNGROUNDED", "true")
+    folder = three_files(artoo_env)
+    server = scripted(scenario_from_transcript(P4).model_dump())
+    code, out, _ = run_cli("run", "--json", REQUEST)
+    assert (code, final_from(out)["directive"], final_from(out)["replans"]) == (0, "accept", 0)
+    assert (folder / "totals.md").read_text().split() == ["3", "a.txt", "5", "b.txt", "1", "c.txt", "9", "total"]
+    _, records = load_run(load_settings().home_dir)
+    turned = [(r["role"], r.get("rejudged", False)) for r in records if r["kind"] == "grounded"]
+    assert turned == [("R4a", False), ("R4b", False)]  # each turned once; neither re-ask was turned
+    asked = [r for r in records if r["kind"] == "verdict"]
+    assert [(r["role"], r.get("rejudged", False)) for r in asked] == [
+        ("R4a", False), ("R4a", True), ("R4b", False), ("R4b", True)]
+    assert all("9 total" in v["evidence"] for r in asked if r.get("rejudged") for v in r["answer"]["verdicts"])
+    assert [e["status"] for e in server.requests if e["status"] != 200] == [500]  # json_schema refused once
