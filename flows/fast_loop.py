@@ -61,6 +61,7 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
             result = await execute_task(runtime_id, subtask, toolbox, correction, attempt)
         except RunFailure as exc:
             return _finish(deps, subtask, None, trajectory, attempt, str(exc), exc.failure_class, logger)
+        run.record.printed.extend(result.tool_calls)
         denials = toolbox.law1_denials[denied_before:]
         if denials:  # a person's answer: a constraint for the planner, never a failed target
             reason = "; ".join(f"[LAW1] denied: {d.command} ({d.reason})" for d in denials)
@@ -110,7 +111,8 @@ async def _grounded_verdicts(runtime_id: str, deps: RunDeps, subtask: SubTask, r
     with code's reasons (``llm.rejudge_ungrounded``), and that answer, grounded the same way, is final."""
     def ground(given: AgentVerdict) -> tuple[list[CriterionVerdict], list[str]]:
         return r4a.grounded(r4a.verdicts_for(subtask, given), result, found, absent=absent,
-                            subject=r4a.subject_files(subtask), context=subtask.context)
+                            subject=r4a.subject_files(subtask), printed=printed)
+    printed = list(get_runtime(runtime_id).record.printed)  # every call of the run so far, as code recorded it
     verdicts, turned = ground(answer)
     note_grounded(deps, "R4a", verdicts, turned, subtask_id=subtask.subtask_id, attempt=attempt)
     if turned and deps.settings.llm.rejudge_ungrounded:

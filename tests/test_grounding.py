@@ -177,28 +177,15 @@ def test_echoes(evidence, criterion, expected):
     assert echoes(evidence, criterion) is expected
 
 
-def _context_with_earlier(printed: str) -> str:
-    from artoo.config.contracts import SubTaskOutcome, ToolCall
-    from artoo.tasks.plan.rules import group_context
-
-    step1 = SubTaskOutcome(subtask_id="s1", parent_task_id="t", status="matched", output="data/notes.txt has 3 lines",
-                           intent="find the notes file and count its lines",
-                           calls=[ToolCall(tool="shell", input="wc -l < data/notes.txt", output=f"{printed}\n")])
-    return group_context("use the count found by the previous step", [step1])
-
-
-@pytest.mark.parametrize("printed, context, turned", [
-    ("3", True, False),   # `artoo demo`: step 2 writes the count step 1's wc printed, which it was shown
-    ("7", True, True),    # shown another number: "3" is still written by hand
-    ("3", False, True),   # not shown: no tool of this step printed it
+@pytest.mark.parametrize("earlier, turned", [
+    (["shell: wc -l < data/notes.txt → 3"], False),  # `artoo demo`: step 2 writes the 3 step 1's wc printed
+    (["shell: grep -c ERROR srv/app.log → 7"], True),  # another number printed: "3" is still written by hand
+    (["write_file: other.txt → created /w/other.txt (3 characters)"], True),  # a write's size is not a count
+    ([], True),  # nothing earlier: no tool printed it
 ])
-def test_a_count_an_earlier_step_printed_is_sourced(printed, context, turned):
+def test_a_count_an_earlier_call_of_the_run_printed_is_sourced(earlier, turned):
     from artoo.tasks.roles import grounding
 
     found = ["count.txt: exists, 2 bytes, 1 line:\n3\n"]
     calls = ["write_file: count.txt → created /w/count.txt (2 characters)"]
-    shown = grounding.earlier_output(_context_with_earlier(printed)) if context else ""
-    why = grounding.unsourced("count.txt holds the line count", found, calls, shown)
-    assert (why is not None) is turned
-    if context:
-        assert f"→ {printed}" in shown and "has 3 lines" not in shown  # what code recorded, not the step's words
+    assert (grounding.unsourced("count.txt holds the line count", found, calls, earlier) is not None) is turned

@@ -79,7 +79,8 @@ def test_the_decision_log_records_calls_tools_verdicts_and_ggs_without_secrets(r
 def test_artoo_log_reads_as_the_story_of_the_run(recorded):
     code, out, _ = run_cli("log")  # the latest run
     assert code == 0
-    order = ["R1 task count_notes", "round 1: plan of 1", "subtask ", "$ shell: wc -l missing/notes.txt",
+    # "\n  subtask ": the subtask's own line, not the plan repair's "the only subtask (…)" before it
+    order = ["R1 task count_notes", "round 1: plan of 1", "\n  subtask ", "$ shell: wc -l missing/notes.txt",
              "R4a verdicts attempt 1", "FAIL the line count", "GGS ggs task=count_notes round=1",
              "directive=change_path", "round 2: plan of 1", "PASS the line count", "R4b verdicts",
              "directive=accept", "FinalResult: accept after 1 replan(s)"]

@@ -57,7 +57,9 @@ def env(tmp_path: Path, prefect_api: str) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "OPENAI_", "BRAIN_", "TOOL_",
                                                                        "ARTOO_"))}
     return {**clean, "ARTOO_HOME": str(tmp_path / "home"), "ARTOO_WORKSPACE": str(tmp_path / "ws"),
-            "ARTOO_LAW1_MODE": "deny", "PREFECT_API_URL": prefect_api}
+            "ARTOO_LAW1_MODE": "deny", "PREFECT_API_URL": prefect_api,
+            # one scripted answer per turn, as in tests/conftest.py: no content probe, no validator re-ask
+            "ARTOO_LLM__CONTENT_PROBE": "false", "ARTOO_LLM__REJUDGE_UNGROUNDED": "false"}
 
 
 def brain(env: dict[str, str], script: dict):

@@ -206,3 +206,16 @@ def test_a_probe_answered_with_a_final_answer_too_keeps_the_first_answer_and_the
     # the first answer is kept (t2's "completed", its output an object); the probe's "uncertain" is dropped
     assert turn.final is not None and turn.final.status == "completed" and "Total lines: 100" in turn.final.output
     assert llm.tool_mode("tool") == "native" and llm.negotiator.watch.count((srv.base_url, "qwen")) == 1
+
+
+def test_a_probe_that_fails_leaves_the_first_answer_standing(tmp_path, caplog):
+    """The probe is an extra request; its failure (here the server has no answer for it: HTTP 500) never fails
+    the turn, which already has its answer (CI's 'say hello' story before the probe was made best-effort)."""
+    caplog.set_level(logging.WARNING, logger="artoo.llm")
+    with ScriptedLLMServer(Scenario(answers={"tools": [SILENT[0]]})) as srv:
+        llm = _probing(srv, tmp_path)
+        turn = _attempts(llm, 1)[0]
+        statuses = [r["status"] for r in srv.requests]
+    assert statuses == [200, 500] and turn.final is not None and turn.final.status == "completed"
+    assert llm.tool_mode("tool") == "native"
+    assert any("probe" in r.getMessage() and "first answer stands" in r.getMessage() for r in caplog.records)

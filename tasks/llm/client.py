@@ -32,7 +32,7 @@ import httpx
 import openai
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-from artoo.config.errors import ConfigurationError
+from artoo.config.errors import ArtooError, ConfigurationError
 from artoo.config.protocol import Answer, ExecutionAnswer
 from artoo.config.settings import Settings
 from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolTurn, answer_model, tier_of
@@ -203,14 +203,17 @@ class OpenAICompatLLM:
 
     async def _probe_content(self, role: str, ep: Endpoint, messages: list[dict],
                              tools: list[dict]) -> ToolTurn | None:
-        """The same first turn asked once in the content protocol, after a final answer under native tools: a
-        call there moves tools to content at once (remembered) and the turn goes on with it; a final answer
-        there too is dropped and the watch decides (``behaviour.py``, which says why)."""
+        """The same first turn asked once in the content protocol after a final answer under native tools: a call
+        there moves tools to content at once; a final answer there is dropped (``behaviour.py`` says why)."""
         if not self.settings.llm.content_probe or not self.negotiator.probe_due(ep, messages):
             return None
-        response, record = await self._ask(
-            role, TOOLS_SCHEMA, ep, "tools",
-            lambda _mode, shape: tool_request("content", messages, tools, shape), confirm=False)
+        try:
+            response, record = await self._ask(
+                role, TOOLS_SCHEMA, ep, "tools",
+                lambda _mode, shape: tool_request("content", messages, tools, shape), confirm=False)
+        except ArtooError as exc:  # the turn already has its answer: a failed probe never fails it
+            log.warning("content-protocol probe of %s failed, the first answer stands: %s", ep.base_url, exc)
+            return None
         message = first_message(response)
         with self._judging(record):
             written = content_tool_calls(message.content, tool_names(tools))

@@ -118,7 +118,7 @@ def subject_files(subtask: SubTask) -> list[str]:
 
 def grounded(verdicts: list[CriterionVerdict], result: ExecutionResult, found: list[str] | None = None,
              *, absent: list[str] = (), subject: list[str] = (),
-             context: str = "") -> tuple[list[CriterionVerdict], list[str]]:
+             printed: list[str] = ()) -> tuple[list[CriterionVerdict], list[str]]:
     """Verdicts with each pass that rests on the executor's word alone turned to a fail, and the criteria
     turned (the rules: ``grounding.why_ungrounded``).
 
@@ -128,14 +128,13 @@ def grounded(verdicts: list[CriterionVerdict], result: ExecutionResult, found: l
     **the file is not there** (``absent``: named, missing after the attempt, named by no tool call).
     ``subject``: the files the intent names, so a criterion that names none is still about them (t14:
     "the total number of lines is calculated correctly" passed on the executor's sentence in a step
-    whose intent was to write totals.md, and nothing was written).  ``context``: the subtask's context, whose
-    earlier steps' recorded output counts as printed by a tool (the demo's step 2 writes the count step 1's
-    ``wc`` printed).
+    whose intent was to write totals.md, and nothing was written).  ``printed``: what the run's earlier tool
+    calls printed, as code recorded them (``RunRecord.printed``): a count found there was printed by a tool.
     """
     def why(v: CriterionVerdict) -> str | None:
         return grounding.why_ungrounded(v.criterion, v.evidence or "", calls=result.tool_calls,
                                         claim=result.output, found=list(found or []), absent=list(absent),
-                                        subject=list(subject), shown=grounding.earlier_output(context))
+                                        subject=list(subject), earlier=list(printed))
     return grounding.overrule(verdicts, why)
 
 

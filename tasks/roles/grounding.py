@@ -134,21 +134,7 @@ def _written_here(name: str, calls: list[str]) -> bool:
     return any(c.startswith("write_file:") and base in c.split("→", 1)[0] for c in calls)
 
 
-_EARLIER = re.compile(r"<<<UNTRUSTED:earlier step output[^\n]*\n(.*?)\nEND UNTRUSTED:earlier step output", re.S)
-
-
-RECORDED = "Its tool calls (recorded by code):\n"
-"""The line ``plan.rules.group_context`` puts before an earlier step's recorded calls (after its own words)."""
-
-
-def earlier_output(context: str) -> str:
-    """What code recorded of the earlier steps' tool calls a later step was shown in its context
-    (``plan.rules.group_context``), as one text: a number printed there is a number a tool printed
-    (``unsourced``).  The earlier executor's own words, in the same fence above that line, are left out."""
-    return "\n".join(body.split(RECORDED, 1)[1] for body in _EARLIER.findall(context or "") if RECORDED in body)
-
-
-def unsourced(criterion: str, found: list[str], calls: list[str], shown: str = "") -> str | None:
+def unsourced(criterion: str, found: list[str], calls: list[str], earlier: list[str] = ()) -> str | None:
     """Why a pass on a measured quantity in the criterion's first named file fails when ``write_file`` wrote
     it with numbers no recorded tool output holds; else None.
 
@@ -156,15 +142,17 @@ def unsourced(criterion: str, found: list[str], calls: list[str], shown: str = "
     number of files) or ``0`` with ``write_file``, and R4a passed quoting that call.  Only a criterion
     about a count or measure (``MEASURE_WORDS``), only a data file this work wrote by hand, and only numbers
     found in no tool's output (exit codes aside): a count a tool printed, or a file a command wrote, stands.
+    ``earlier``: the run's earlier tool calls as code recorded them (other steps, earlier rounds): ``artoo
+    demo``'s step 2 writes the 3 that step 1's ``wc`` printed, a replan's write step the count a kept result
+    printed.
     """
     name = subject_file(criterion)
     content = content_now(name, found)
     if (content is None or not MEASURE_WORDS & set(words(criterion).split())
             or os.path.splitext(name)[1].casefold() in SCRIPT_SUFFIXES or not _written_here(name, calls)):
         return None
-    printed = {n for c in calls if not c.startswith("write_file:")
+    printed = {n for c in [*calls, *earlier] if not c.startswith("write_file:")
                for n in _NUMBER.findall(_EXIT_CODE.sub(" ", c.split("→", 1)[-1]))}
-    printed |= set(_NUMBER.findall(_EXIT_CODE.sub(" ", shown)))  # an earlier step's output this step was shown
     alone = [n for n in dict.fromkeys(_NUMBER.findall(content)) if n not in printed]
     return UNSOURCED.format(name=name, numbers=", ".join(alone[:5])) if alone else None
 
@@ -192,7 +180,7 @@ def elsewhere(criterion: str, evidence: str, found: list[str], calls: list[str])
 
 
 def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: str, found: list[str],
-                   absent: list[str], subject: list[str] = (), shown: str = "") -> str | None:
+                   absent: list[str], subject: list[str] = (), earlier: list[str] = ()) -> str | None:
     """Why a pass on ``criterion`` rests on a claim alone; None when it may stand.
 
     ``calls``: the tool calls recorded by code; ``claim``: what the executors said; ``found``: the named
@@ -214,7 +202,7 @@ def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: st
         return ECHOED
     if claimed and named:
         return CLAIMED
-    return (unrun(criterion, found, calls) or unsourced(criterion, found, calls, shown)
+    return (unrun(criterion, found, calls) or unsourced(criterion, found, calls, earlier)
             or elsewhere(criterion, evidence or "", found, calls))
 
 

@@ -114,6 +114,9 @@ class RunRecord:
     """The SOPRecords this round's calibration served to R2; R7 checks them against the outcome."""
     fed_back: set[str] = field(default_factory=set)
     """Ids of the SOPs already given negative feedback in this task (one piece of evidence per task)."""
+    printed: list[str] = field(default_factory=list)
+    """Every tool call of the run as code recorded it (``tool: input → output``), in order: a count a later
+    step writes by hand was printed by a tool when it is found here (``grounding.unsourced``)."""
     prepared: dict[int, RoundInputs] = field(default_factory=dict)
     """Per round number, the inputs the medium loop worked out before creating that round's subflow."""
 
