@@ -162,12 +162,13 @@ async def _grounded(runtime_id: str, deps: RunDeps, round_no: int, answer: TaskV
     log beside R4b's own answer, and R4b is asked once more with code's reasons (``llm.rejudge_ungrounded``):
     that answer, grounded the same way, is final.  ``judged``: manifest, outcomes, merged, kept, found, absent."""
     manifest, outcomes, merged, kept, found, absent = judged
-    verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent)
+    printed = list(get_runtime(runtime_id).record.printed)
+    verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent, printed)
     note_grounded(deps, "R4b", verdicts, turned, round=round_no)
     if turned and deps.settings.llm.rejudge_ungrounded:
         answer = await meta_validate_task(runtime_id, manifest, outcomes, merged, kept, found,
                                           objection=grounding.objection(verdicts, turned, found), suffix=REJUDGED)
-        verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent)
+        verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent, printed)
         note_grounded(deps, "R4b", verdicts, turned, round=round_no, rejudged=True)
     return answer, verdicts
 

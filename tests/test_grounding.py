@@ -189,3 +189,46 @@ def test_a_count_an_earlier_call_of_the_run_printed_is_sourced(earlier, turned):
     found = ["count.txt: exists, 2 bytes, 1 line:\n3\n"]
     calls = ["write_file: count.txt → created /w/count.txt (2 characters)"]
     assert (grounding.unsourced("count.txt holds the line count", found, calls, earlier) is not None) is turned
+
+
+T39_R4A_AGAIN = ("The total number of lines is written to totals.md in the working folder: the evidence is the "
+                 "executor's own claim restating the criterion, found in no tool call: a criterion said back is not "
+                 "evidence; quote what a tool printed")
+"""t39's R4a, re-asked after code turned its pass: its claim, then code's reason, copied as evidence (a pass)."""
+
+
+@pytest.mark.parametrize("evidence, parroted", [
+    (T39_R4A_AGAIN, True),
+    ("totals.md as code read it after the work: '3 a.txt\\n 5 b.txt\\n 1 c.txt\\n 9 total'", False),  # t38, p5
+    ("shell: wc -l *.txt > totals.md → [exit code 0]", False),
+    ("no tool was called", True),
+])
+def test_evidence_that_repeats_codes_objection_fails(evidence, parroted):
+    from artoo.tasks.roles import grounding
+
+    why = grounding.why_ungrounded("totals.md holds the total", evidence, claim="", found=[], absent=[],
+                                   calls=["shell: wc -l *.txt > totals.md → [exit code 0]"])
+    assert (why == grounding.PARROTED) is parroted
+
+
+P6_ATTEMPT_1 = ["glob: *.txt → /w/a.txt\n/w/b.txt\n/w/c.txt", "read_file: /w/totals.md → no such file: /w/totals.md",
+                "write_file: /w/totals.md → created /w/totals.md (1 characters)"]
+P6_ATTEMPT_2 = ["glob: *.txt → /w/a.txt\n/w/b.txt\n/w/c.txt", "read_file: /w/totals.md → 0"]
+"""p6 of #25 (llama-cpp-python), as code recorded the calls: attempt 1 wrote totals.md "0" by hand (turned by
+code), attempt 2 only read it back, and R4a passed quoting ``read_file → 0``; the run exited 0 with "0"."""
+
+
+@pytest.mark.parametrize("run_before, calls, turned", [
+    (P6_ATTEMPT_1, P6_ATTEMPT_2, True),   # the hand-written file read back is still hand-written
+    (P6_ATTEMPT_1, ["shell: wc -l *.txt > /w/totals.md → [exit code 0]"], False),  # a redirect wrote it last
+    ([], P6_ATTEMPT_1, True),             # t31/p1: written by hand in this very attempt
+    (["shell: wc -l *.txt → 3 a.txt\n 0 b.txt\n 3 total"], ["write_file: /w/totals.md → created (1 characters)"],
+     False),                              # the 0 a tool printed earlier in the run
+])
+def test_a_hand_written_count_stays_unsourced_until_a_command_writes_the_file(run_before, calls, turned):
+    from artoo.tasks.roles import grounding
+
+    found = ["totals.md: exists, 1 bytes, 0 lines:\n0"]
+    earlier = [*run_before, *calls]  # the run's record holds this attempt's calls too
+    why = grounding.unsourced("totals.md holds the total number of lines", found, calls, earlier)
+    assert (why is not None) is turned

@@ -134,6 +134,23 @@ def _written_here(name: str, calls: list[str]) -> bool:
     return any(c.startswith("write_file:") and base in c.split("→", 1)[0] for c in calls)
 
 
+def _hand_written(name: str, calls: list[str]) -> bool:
+    """Whether the last recorded call that wrote ``name`` (by its base name) was a ``write_file``, not a shell
+    command (a redirect); reads do not write.  p6 of #25: attempt 1 wrote totals.md "0" by hand, attempt 2
+    only read it back, and its pass stood: the file this work ends with is still the hand-written one."""
+    base, last = os.path.basename(name), None
+    for call in calls:
+        tool, _, rest = call.partition(":")
+        if tool in ("write_file", "shell") and base in rest.split("→", 1)[0]:
+            last = tool
+    return last == "write_file"
+
+
+def _reads_of(name: str, call: str) -> bool:
+    """Whether ``call`` reads ``name`` back: what it printed is the file itself, not a source of its numbers."""
+    return call.startswith("read_file:") and os.path.basename(name) in call.split("→", 1)[0]
+
+
 def unsourced(criterion: str, found: list[str], calls: list[str], earlier: list[str] = ()) -> str | None:
     """Why a pass on a measured quantity in the criterion's first named file fails when ``write_file`` wrote
     it with numbers no recorded tool output holds; else None.
@@ -149,9 +166,9 @@ def unsourced(criterion: str, found: list[str], calls: list[str], earlier: list[
     name = subject_file(criterion)
     content = content_now(name, found)
     if (content is None or not MEASURE_WORDS & set(words(criterion).split())
-            or os.path.splitext(name)[1].casefold() in SCRIPT_SUFFIXES or not _written_here(name, calls)):
+            or os.path.splitext(name)[1].casefold() in SCRIPT_SUFFIXES or not _hand_written(name, [*earlier, *calls])):
         return None
-    printed = {n for c in [*calls, *earlier] if not c.startswith("write_file:")
+    printed = {n for c in [*calls, *earlier] if not c.startswith("write_file:") and not _reads_of(name, c)
                for n in _NUMBER.findall(_EXIT_CODE.sub(" ", c.split("→", 1)[-1]))}
     alone = [n for n in dict.fromkeys(_NUMBER.findall(content)) if n not in printed]
     return UNSOURCED.format(name=name, numbers=", ".join(alone[:5])) if alone else None
@@ -179,6 +196,21 @@ def elsewhere(criterion: str, evidence: str, found: list[str], calls: list[str])
     return ELSEWHERE.format(name=name, head=content.strip()[:80])
 
 
+CODE_WORDS = ("is not evidence", "found in no tool call", "a criterion said back", "no tool was called",
+              "had no ground", "written by hand", "as text: write_file wrote it")
+"""Phrases of code's own reasons above: evidence holding one quotes code's objection, not the work."""
+PARROTED = ("the evidence repeats code's objection to an earlier answer: code's words are not evidence; quote what a "
+            "tool printed or what the file holds")
+"""Why a pass whose evidence holds code's reason fails (t39 of #25: R4a re-asked wrote its claim followed by
+code's "a criterion said back is not evidence", and passed)."""
+
+
+def parrots(evidence: str) -> bool:
+    """Whether the evidence holds one of code's own reasons (``CODE_WORDS``)."""
+    said = words(evidence)
+    return any(words(phrase) in said for phrase in CODE_WORDS)
+
+
 def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: str, found: list[str],
                    absent: list[str], subject: list[str] = (), earlier: list[str] = ()) -> str | None:
     """Why a pass on ``criterion`` rests on a claim alone; None when it may stand.
@@ -192,6 +224,8 @@ def why_ungrounded(criterion: str, evidence: str, *, calls: list[str], claim: st
     exist"; R4a and R4b passed that sentence).
     """
     named = file_paths(criterion) or list(subject)
+    if parrots(evidence or ""):
+        return PARROTED
     if not calls:
         return NO_CALL.format(names=", ".join(named)) if named else None
     gone = missing(criterion, absent, "\n".join(calls))

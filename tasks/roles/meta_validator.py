@@ -183,7 +183,8 @@ def task_verdicts(manifest: DispatchManifest, answer: TaskVerdict) -> list[Crite
 
 
 def grounded(verdicts: list[CriterionVerdict], outcomes: list[SubTaskOutcome], kept: list[KeptResult] = (),
-             found: list[str] = (), absent: list[str] = ()) -> tuple[list[CriterionVerdict], list[str]]:
+             found: list[str] = (), absent: list[str] = (),
+             printed: list[str] = ()) -> tuple[list[CriterionVerdict], list[str]]:
     """Task verdicts with each pass on a file that rests on a claim alone turned to a fail, and the
     criteria turned (the rules R4a's passes meet: ``grounding.why_ungrounded``).
 
@@ -191,7 +192,8 @@ def grounded(verdicts: list[CriterionVerdict], outcomes: list[SubTaskOutcome], k
     lines …" quoting a step's sentence ("the total number of lines is calculated correctly"); no tool
     call had written or read totals.md, and code would have found it absent.  The ground is every tool
     call of this round's outcomes and of the kept results, and the files as code read them; the claim is
-    what their executors said.
+    what their executors said; ``printed``: every tool call of the run, in order (``RunRecord.printed``: who
+    wrote a file last, and what the tools printed, across attempts and rounds).
     """
     shown = [*outcomes, *(k.outcome for k in carried(list(outcomes), list(kept)))]
     calls = [c for o in shown for c in o.tool_calls]
@@ -199,7 +201,7 @@ def grounded(verdicts: list[CriterionVerdict], outcomes: list[SubTaskOutcome], k
 
     def why(v: CriterionVerdict) -> str | None:
         return grounding.why_ungrounded(v.criterion, v.evidence or "", calls=calls, claim=claim,
-                                        found=list(found), absent=list(absent))
+                                        found=list(found), absent=list(absent), earlier=list(printed))
     return grounding.overrule(verdicts, why)
 
 
