@@ -268,3 +268,48 @@ def test_run_p4_replayed_both_validators_re_asked_quote_the_file_and_the_run_acc
         ("R4a", False), ("R4a", True), ("R4b", False), ("R4b", True)]
     assert all("9 total" in v["evidence"] for r in asked if r.get("rejudged") for v in r["answer"]["verdicts"])
     assert [e["status"] for e in server.requests if e["status"] != 200] == [500]  # json_schema refused once
+
+
+T39 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-15.jsonl"
+
+
+@pytest.mark.usefixtures("prefect_api")
+def test_run_t39_replayed_a_pass_quoting_codes_objection_is_not_accepted(scripted, artoo_env, monkeypatch):
+    """Run t39 exited 0 with a by-product counted in: step 1 wrote ``wc -l *.txt > line_counts.txt``, step 2
+    ``wc -l *.txt > totals.md`` (13 total, line_counts.txt among the files); R4a, re-asked after code turned
+    its pass on step 2, answered with its claim followed by code's own reason ("… a criterion said back is
+    not evidence …") and passed.  Replayed with the probe and the re-ask on, as it ran, that pass is failed by
+    code (``grounding.parrots``) and the run is not accepted; with the rule reverted it exits 0."""
+    from artoo.config.settings import load_settings
+    from artoo.tasks.decisions.log import load_run
+
+    monkeypatch.setenv("ARTOO_LLM__CONTENT_PROBE", "true")
+    monkeypatch.setenv("ARTOO_LLM__REJUDGE_UNGROUNDED", "true")
+    three_files(artoo_env)
+    scripted(scenario_from_transcript(T39).model_dump())
+    code, out, _ = run_cli("run", "--json", REQUEST)
+    assert code != 0 and final_from(out)["directive"] != "accept"
+    _, records = load_run(load_settings().home_dir)
+    caught = [v["evidence"] for r in records if r["kind"] == "grounded" and r.get("rejudged") for v in r["verdicts"]]
+    assert caught and caught[0].startswith("the evidence repeats code's objection")
+
+
+ACCEPTANCE = {"t38": "llama-server-count-lines-16.jsonl", "t40": "llama-server-count-lines-17.jsonl",
+              "p5": "llama-cpp-python-count-lines-5.jsonl", "p7": "llama-cpp-python-count-lines-6.jsonl"}
+"""#25's acceptance tries at one code state (`9f851cd`), each from a fresh home: t38–t40 on llama-server and
+p5–p7 on llama-cpp-python; these four exited 0 with the right totals.md (t39 and p6 were false accepts, now
+failed by code: the t39 replay above, p6 in tests/test_grounding.py)."""
+
+
+@pytest.mark.usefixtures("prefect_api")
+@pytest.mark.parametrize("name", sorted(ACCEPTANCE))
+def test_the_acceptance_tries_replayed_at_todays_code_still_end_right(scripted, artoo_env, monkeypatch, name):
+    """The later grounding rules (code's objection parroted, a hand-written count read back) turn none of the
+    right runs: each replays to exit 0 with the same totals.md."""
+    monkeypatch.setenv("ARTOO_LLM__CONTENT_PROBE", "true")
+    monkeypatch.setenv("ARTOO_LLM__REJUDGE_UNGROUNDED", "true")
+    folder = three_files(artoo_env)
+    scripted(scenario_from_transcript(Path(__file__).parent / "transcripts" / ACCEPTANCE[name]).model_dump())
+    code, out, _ = run_cli("run", "--json", REQUEST)
+    assert (code, final_from(out)["directive"]) == (0, "accept")
+    assert (folder / "totals.md").read_text().split() == ["3", "a.txt", "5", "b.txt", "1", "c.txt", "9", "total"]
