@@ -34,6 +34,20 @@ def three_files(artoo_env: Path) -> Path:
     return folder
 
 
+RIGHT = ["3", "a.txt", "5", "b.txt", "1", "c.txt", "9", "total"]
+"""totals.md as ``wc -l *.txt > totals.md`` writes it in the three files' folder (split into words)."""
+
+
+def replay_fresh(scripted, monkeypatch, transcript: Path, rejudge: bool = True):
+    """A run recorded from a fresh home, replayed as it ran: the content probe on, the validators' re-ask as
+    given (tests/conftest.py turns both off for scripted stories).  Returns the server, exit code and final."""
+    monkeypatch.setenv("ARTOO_LLM__CONTENT_PROBE", "true")
+    monkeypatch.setenv("ARTOO_LLM__REJUDGE_UNGROUNDED", "true" if rejudge else "false")
+    server = scripted(scenario_from_transcript(transcript).model_dump())
+    code, out, _ = run_cli("run", "--json", REQUEST)
+    return server, code, final_from(out)
+
+
 @pytest.mark.usefixtures("prefect_api")
 def test_run_t10_replayed_ends_as_it_did_with_every_tool_run_for_real(scripted, artoo_env):
     from artoo.config.settings import load_settings
@@ -223,12 +237,10 @@ def test_run_t35_replayed_a_fresh_home_probes_moves_to_content_and_accepts_the_r
     from artoo.config.settings import load_settings
     from artoo.tasks.decisions.log import load_run
 
-    monkeypatch.setenv("ARTOO_LLM__CONTENT_PROBE", "true")
     folder = three_files(artoo_env)
-    server = scripted(scenario_from_transcript(T35).model_dump())
-    code, out, _ = run_cli("run", "--json", REQUEST)
-    assert (code, final_from(out)["directive"], final_from(out)["replans"]) == (0, "accept", 0)
-    assert (folder / "totals.md").read_text().split() == ["3", "a.txt", "5", "b.txt", "1", "c.txt", "9", "total"]
+    server, code, final = replay_fresh(scripted, monkeypatch, T35, rejudge=False)  # t35 ran before the re-ask
+    assert (code, final["directive"], final["replans"]) == (0, "accept", 0)
+    assert (folder / "totals.md").read_text().split() == RIGHT
     tools = [e["body"] for e in server.requests if e["schema"] == "tools"]
     assert [bool(t.get("tools")) for t in tools] == [True, False, False]  # native, the probe, content
     stored = NegotiationStore(negotiated_path(load_settings().home_dir)).get(server.base_url, "scripted")
@@ -253,13 +265,10 @@ def test_run_p4_replayed_both_validators_re_asked_quote_the_file_and_the_run_acc
     from artoo.config.settings import load_settings
     from artoo.tasks.decisions.log import load_run
 
-    monkeypatch.setenv("ARTOO_LLM__CONTENT_PROBE", "true")
-    monkeypatch.setenv("ARTOO_LLM__REJUDGE_UNGROUNDED", "true")
     folder = three_files(artoo_env)
-    server = scripted(scenario_from_transcript(P4).model_dump())
-    code, out, _ = run_cli("run", "--json", REQUEST)
-    assert (code, final_from(out)["directive"], final_from(out)["replans"]) == (0, "accept", 0)
-    assert (folder / "totals.md").read_text().split() == ["3", "a.txt", "5", "b.txt", "1", "c.txt", "9", "total"]
+    server, code, final = replay_fresh(scripted, monkeypatch, P4)
+    assert (code, final["directive"], final["replans"]) == (0, "accept", 0)
+    assert (folder / "totals.md").read_text().split() == RIGHT
     _, records = load_run(load_settings().home_dir)
     turned = [(r["role"], r.get("rejudged", False)) for r in records if r["kind"] == "grounded"]
     assert turned == [("R4a", False), ("R4b", False)]  # each turned once; neither re-ask was turned
@@ -283,12 +292,9 @@ def test_run_t39_replayed_a_pass_quoting_codes_objection_is_not_accepted(scripte
     from artoo.config.settings import load_settings
     from artoo.tasks.decisions.log import load_run
 
-    monkeypatch.setenv("ARTOO_LLM__CONTENT_PROBE", "true")
-    monkeypatch.setenv("ARTOO_LLM__REJUDGE_UNGROUNDED", "true")
     three_files(artoo_env)
-    scripted(scenario_from_transcript(T39).model_dump())
-    code, out, _ = run_cli("run", "--json", REQUEST)
-    assert code != 0 and final_from(out)["directive"] != "accept"
+    _, code, final = replay_fresh(scripted, monkeypatch, T39)
+    assert code != 0 and final["directive"] != "accept"
     _, records = load_run(load_settings().home_dir)
     caught = [v["evidence"] for r in records if r["kind"] == "grounded" and r.get("rejudged") for v in r["verdicts"]]
     assert caught and caught[0].startswith("the evidence repeats code's objection")
@@ -306,10 +312,7 @@ failed by code: the t39 replay above, p6 in tests/test_grounding.py)."""
 def test_the_acceptance_tries_replayed_at_todays_code_still_end_right(scripted, artoo_env, monkeypatch, name):
     """The later grounding rules (code's objection parroted, a hand-written count read back) turn none of the
     right runs: each replays to exit 0 with the same totals.md."""
-    monkeypatch.setenv("ARTOO_LLM__CONTENT_PROBE", "true")
-    monkeypatch.setenv("ARTOO_LLM__REJUDGE_UNGROUNDED", "true")
     folder = three_files(artoo_env)
-    scripted(scenario_from_transcript(Path(__file__).parent / "transcripts" / ACCEPTANCE[name]).model_dump())
-    code, out, _ = run_cli("run", "--json", REQUEST)
-    assert (code, final_from(out)["directive"]) == (0, "accept")
-    assert (folder / "totals.md").read_text().split() == ["3", "a.txt", "5", "b.txt", "1", "c.txt", "9", "total"]
+    _, code, final = replay_fresh(scripted, monkeypatch, Path(__file__).parent / "transcripts" / ACCEPTANCE[name])
+    assert (code, final["directive"]) == (0, "accept")
+    assert (folder / "totals.md").read_text().split() == RIGHT
