@@ -39,19 +39,61 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The controlling process (not an xdist worker) makes the folder its workers share servers through."""
+    if not hasattr(config, "workerinput"):
+        from tests.shared_servers import make_shared_folder
+
+        config.artoo_shared = make_shared_folder()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session is over in every worker: stop the cluster one of them started."""
+    folder = getattr(config, "artoo_shared", None)
+    if folder is not None:
+        from tests.shared_servers import stop_shared
+
+        stop_shared(folder)
+
+
+HEAVY = ("tests/test_three_workers.py", "tests/reliability/test_llm_failures.py", "tests/test_bench.py",
+         "tests/test_lingering.py", "tests/test_wheel.py", "tests/test_schedules.py")
+"""Files whose stories keep both cores busy by themselves (thirty runs over three Prefect workers, ten ``artoo``
+processes at once, the benchmark): two of them side by side made each slower than both in turn and pushed the
+scheduler's story past its wait.  So they form one unit of work, run first and one after another on one worker,
+while the other workers take the light files."""
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log) -> object:
+    """xdist's file-at-a-time scheduling (module fixtures are set up once), with the HEAVY files as one unit."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class HeavyTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "heavy" if path in HEAVY else path
+
+    return HeavyTogether(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The HEAVY files first: ``--no-loadscope-reorder`` hands the units out in this order."""
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in HEAVY)
+
+
 @pytest.fixture(scope="session")
 def prefect_api() -> Iterator[str]:
     """A real Prefect server for the whole session: ``prefect server start`` over a private PostgreSQL.
 
     Postgres, because Prefect's SQLite backend serialises concurrent subflow starts with
-    multi-second lock back-offs (see artoo/servers/local.py).  Without PostgreSQL binaries
-    the session falls back to Prefect's SQLite test harness.
+    multi-second lock back-offs (see artoo/servers/local.py).  Each xdist worker has its own
+    server over a database of its own in the session's one cluster (tests/shared_servers.py).
+    Without PostgreSQL binaries each worker falls back to Prefect's SQLite test harness.
     """
-    import tempfile
-
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from artoo.servers.local import postgres_bin, start_local
+    from artoo.servers.local import postgres_bin
+    from tests.shared_servers import worker_prefect
 
     if postgres_bin() is None:
         from prefect.testing.utilities import prefect_test_harness
@@ -59,18 +101,15 @@ def prefect_api() -> Iterator[str]:
         with prefect_test_harness(server_startup_timeout=60):
             yield PREFECT_API_URL.value()
         return
-    root = Path(tempfile.mkdtemp(prefix="artoo-test-server-"))
-    root.chmod(0o755)  # the postgres user must reach its data directory
-    server, database = start_local(root)
+    server = worker_prefect()
+    api_url = server.api_url
     previous = os.environ.get("PREFECT_API_URL")
-    os.environ["PREFECT_API_URL"] = server.api_url
+    os.environ["PREFECT_API_URL"] = api_url
     try:
-        with temporary_settings(updates={PREFECT_API_URL: server.api_url}), _global_settings():
-            yield server.api_url
+        with temporary_settings(updates={PREFECT_API_URL: api_url}), _global_settings():
+            yield api_url
     finally:
         server.stop()
-        if database:
-            database.stop()
         if previous is None:
             os.environ.pop("PREFECT_API_URL", None)
         else:
@@ -78,24 +117,17 @@ def prefect_api() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def postgres_cluster() -> Iterator[str]:
-    """A private PostgreSQL cluster for the session (artoo.servers.local.Postgres): its libpq base URL.
+def postgres_cluster() -> str:
+    """The session's PostgreSQL cluster (the one under its Prefect server): its libpq base URL.
 
     The shared-memory backend's tests create one database per test in it (``memory_pg_url``).
     """
-    import tempfile
-
-    from artoo.servers.local import Postgres, postgres_bin
+    from artoo.servers.local import postgres_bin
+    from tests.shared_servers import shared_postgres
 
     if postgres_bin() is None:
         pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    root = Path(tempfile.mkdtemp(prefix="artoo-test-memory-pg-"))
-    root.chmod(0o755)  # the postgres user must reach its data directory
-    database = Postgres(root / "postgres").start()
-    try:
-        yield f"postgresql://prefect@127.0.0.1:{database.port}"
-    finally:
-        database.stop()
+    return shared_postgres()
 
 
 @pytest.fixture

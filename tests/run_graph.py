@@ -1,8 +1,8 @@
 """Read a run's graph back from the Prefect API, as the UI does.
 
-Tests run sequentially against the session harness, so the newest ``artoo-task`` run is
-the one a test just made; its descendants are found through the API's
-parent-flow-run filter, level by level.
+Each xdist worker runs its tests one at a time against a Prefect server of its own
+(tests/shared_servers.py), so the newest ``artoo-task`` run is the one a test just made;
+its descendants are found through the API's parent-flow-run filter, level by level.
 """
 
 from __future__ import annotations
