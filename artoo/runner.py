@@ -105,7 +105,7 @@ def send_perceive_early(request: str) -> bool:
     """
     from artoo.config.errors import ArtooError
     from artoo.config.settings import load_settings
-    from artoo.tasks.llm import OpenAICompatLLM
+    from artoo.tasks.llm.outgoing import RequestBuilder  # not the client: openai loads while R1 is out
     from artoo.tasks.roles.perceiver import messages_for
     from artoo.tasks.roles.session import keep_for_run, load_history
 
@@ -115,7 +115,7 @@ def send_perceive_early(request: str) -> bool:
     except (ArtooError, OSError, ValueError):
         return False
     keep_for_run(request, history)  # the run's R1 reads this history, not one another command changed since
-    return OpenAICompatLLM(settings).send_early("R1", "TaskSpec", messages_for(request, history))
+    return RequestBuilder(settings).send_early("R1", "TaskSpec", messages_for(request, history))
 
 
 def audit_run(published: dict[tuple[str, str], set[int]], started: datetime) -> None:

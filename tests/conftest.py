@@ -40,7 +40,8 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The controlling process (not an xdist worker) makes the folder its workers share servers through."""
+    """The controlling process (not an xdist worker) makes the folder through which its workers share one
+    PostgreSQL cluster (each worker starts its own Prefect server over it: tests/shared_servers.py)."""
     if not hasattr(config, "workerinput"):
         from tests.shared_servers import make_shared_folder
 
@@ -76,8 +77,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log) -> object:
     return HeavyTogether(config, log)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The HEAVY files first: ``--no-loadscope-reorder`` hands the units out in this order."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The HEAVY files first: ``--no-loadscope-reorder`` hands the units out in this order.  A HEAVY path that
+    is no file (renamed, moved) would silently leave the unit and run beside the others: it stops the session."""
+    gone = [path for path in HEAVY if not (config.rootpath / path).is_file()]
+    if gone:
+        raise pytest.UsageError(f"tests/conftest.py HEAVY names files that do not exist: {', '.join(gone)}")
     items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in HEAVY)
 
 
@@ -135,12 +140,9 @@ def memory_pg_url(postgres_cluster: str) -> str:
     """A fresh, empty database in the session's cluster, as a postgresql:// URL."""
     import uuid
 
-    import psycopg
+    from tests.shared_servers import create_database
 
-    name = f"memory_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(f"{postgres_cluster}/prefect", autocommit=True) as con:
-        con.execute(f"CREATE DATABASE {name}")
-    return f"{postgres_cluster}/{name}"
+    return create_database(postgres_cluster, f"memory_{uuid.uuid4().hex[:12]}")
 
 
 def _global_settings():

@@ -64,23 +64,26 @@ def shared_postgres() -> str:
     return f"postgresql://prefect@127.0.0.1:{state['postgres_port']}"
 
 
+def create_database(base: str, name: str) -> str:
+    """Database ``name`` in the cluster at ``base`` (made unless it is there): its libpq URL."""
+    import psycopg
+
+    with psycopg.connect(f"{base}/prefect", autocommit=True) as con:
+        if not con.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            con.execute(f"CREATE DATABASE {name}")
+    return f"{base}/{name}"
+
+
 def worker_prefect() -> PrefectServer:
     """This worker's own Prefect server, over a database of its own in the session's cluster.
 
     One server per worker, not one for all: the flow tests read a run's graph back as "the newest artoo-task
     run" (tests/run_graph.py), which holds only while one worker's runs are the server's only runs.
     """
-    import psycopg
-
     from artoo.servers.local import PrefectServer
 
-    base = shared_postgres()
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    database = f"prefect_{worker}"
-    with psycopg.connect(f"{base}/prefect", autocommit=True) as con:
-        if not con.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone():
-            con.execute(f"CREATE DATABASE {database}")
-    url = f"postgresql+asyncpg://{base.removeprefix('postgresql://')}/{database}"
+    url = "postgresql+asyncpg://" + create_database(shared_postgres(), f"prefect_{worker}").removeprefix("postgresql://")
     return PrefectServer(Path(os.environ[SHARED_ENV]) / f"prefect-{worker}", database_url=url).start()
 
 

@@ -1,7 +1,8 @@
 """``OpenAICompatLLM``: the LLM interface over any OpenAI-compatible endpoint.
 
 Why it exists: the roles want a validated answer model or an executor tool turn, not
-HTTP.  This class owns everything between: the tier endpoint per role, strict
+HTTP.  This class owns everything between: what each request is (``RequestBuilder``, its
+base, in artoo.tasks.llm.outgoing: the tier endpoint per role, the negotiated form), strict
 structured outputs with fallback for servers that reject ``json_schema`` (remembered per
 tier), deterministic repairs of an answer before the one re-ask (``repair.py``), error
 classification, retries of environmental failures only, and one ``CallRecord`` per HTTP
@@ -11,37 +12,35 @@ Retries are done here (the openai client's own are off) so each HTTP request is 
 and only environmental failures are retried.  One AsyncOpenAI client is kept per tier and
 per event loop, because Prefect may run async tasks on worker threads with their own loops
 and an HTTP connection pool must not cross loops.  The TLS context (certificate store) is
-built once per process and shared: loading it is most of a client's construction cost
-(20–140 ms), which was paid twice per run on the critical path.
+built once per process, for an ``https`` endpoint only (artoo.tasks.llm.tls), and shared with the early lane
+(artoo.tasks.llm.early_http, whose raw replies ``read_reply`` turns into what this client's own request
+would have returned or raised).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
-import functools
 import logging
-import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-import httpx
 import openai
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-from artoo.config.errors import ArtooError, ConfigurationError
+from artoo.config.errors import ArtooError
 from artoo.config.protocol import Answer, ExecutionAnswer
 from artoo.config.settings import Settings
 from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolTurn, answer_model, tier_of
-from artoo.tasks.llm.budget import PromptTooLong, fit_request
-from artoo.tasks.llm.context import context_window
+from artoo.tasks.llm.budget import PromptTooLong
 from artoo.tasks.llm.early import EARLY, answer_of, request_key
-from artoo.tasks.llm.errors import Endpoint, FeatureRefused, classify, is_retryable, unreachable
-from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
-from artoo.tasks.llm.negotiator import KINDS, Negotiator
+from artoo.tasks.llm.early_http import read_reply
+from artoo.tasks.llm.endpoint import Endpoint, FeatureRefused
+from artoo.tasks.llm.errors import classify, is_retryable, unreachable
+from artoo.tasks.llm.negotiator import KINDS
+from artoo.tasks.llm.outgoing import RequestBuilder
 from artoo.tasks.llm.parsing import (
     InvalidAnswer,
     repair_messages,
@@ -49,12 +48,12 @@ from artoo.tasks.llm.parsing import (
 )
 from artoo.tasks.llm.progress import INFLIGHT
 from artoo.tasks.llm.repair import repair_answer
+from artoo.tasks.llm.tls import verify_for
 from artoo.tasks.llm.tool_protocol import PROTOCOL_KEYS, content_tool_calls
 from artoo.tasks.llm.wire import (
     backoff,
     first_message,
     output_error,
-    sampling,
     tool_call_turn,
     tool_names,
     tool_request,
@@ -64,51 +63,21 @@ from artoo.tasks.llm.wire import (
 log = logging.getLogger("artoo.llm")
 
 
-class OpenAICompatLLM:
+class OpenAICompatLLM(RequestBuilder):
     """The LLM protocol over OpenAI-compatible HTTP endpoints (brain and tool tiers)."""
 
     def __init__(self, settings: Settings, max_retries: int = 1):
-        self.settings = settings
+        super().__init__(settings)
         self.max_retries = max_retries
         self._reached: set[str] = set()
         """Endpoints that answered in this process: only these are waited for when they go away."""
         self.records: list[CallRecord] = []
-        self.negotiator = Negotiator(self._negotiation_store, settings.llm.silent_tool_answers)
-        """The request forms each endpoint and model takes (artoo.tasks.llm.negotiator)."""
         self._clients: dict[asyncio.AbstractEventLoop, dict[str, AsyncOpenAI]] = {}
         self._clients_lock = threading.Lock()
         self.observer: Callable[[dict], None] | None = None
         """Called with every request and its answer (the decision log); its failures are ignored."""
         self._unjudged: dict[int, tuple[Endpoint, dict, Any]] = {}
         """Answered exchanges whose answer is being parsed, by id(record): observed once judged."""
-
-    def endpoint(self, tier: str) -> Endpoint:
-        """The resolved endpoint of a tier; ConfigurationError naming the env vars when incomplete."""
-        resolved = self.settings.tier(tier)
-        upper = tier.upper()
-        if not resolved.base_url or not resolved.model:
-            missing = [f"{upper}_{f} (or OPENAI_{f})"
-                       for f, v in (("BASE_URL", resolved.base_url), ("MODEL", resolved.model)) if not v]
-            raise ConfigurationError(
-                f"the {tier} tier has no LLM endpoint configured: set {', '.join(missing)}")
-        key = resolved.api_key.get_secret_value() if resolved.api_key else "not-needed"
-        return Endpoint(tier, resolved.base_url, resolved.model, key, resolved.timeout_s)
-
-    def format_mode(self, tier: str) -> str:
-        """The structured-output mode this tier's endpoint and model use (after any fallback)."""
-        return self.negotiator.mode(self.endpoint(tier), "structured")
-
-    def tool_mode(self, tier: str) -> str:
-        """The tool-call mode this tier's endpoint and model use: native ``tools`` or the content protocol."""
-        return self.negotiator.mode(self.endpoint(tier), "tools")
-
-    def _negotiation_store(self) -> NegotiationStore:
-        """This home's store; one that remembers nothing when ARTOO_HOME is unusable (never fatal to a call)."""
-        try:
-            return NegotiationStore(negotiated_path(self.settings.home_dir))
-        except ConfigurationError as exc:
-            log.warning("negotiated formats are not remembered: %s", exc)
-            return NegotiationStore(None)
 
     def _client(self, ep: Endpoint) -> AsyncOpenAI:
         """This loop's client for a tier; clients of closed loops are dropped (their pools are dead)."""
@@ -117,7 +86,7 @@ class OpenAICompatLLM:
                 del self._clients[loop]
             per_loop = self._clients.setdefault(asyncio.get_running_loop(), {})
             if ep.tier not in per_loop:
-                http = DefaultAsyncHttpxClient(verify=_tls_context())
+                http = DefaultAsyncHttpxClient(verify=verify_for(ep.base_url))
                 per_loop[ep.tier] = AsyncOpenAI(base_url=ep.base_url, api_key=ep.api_key,
                                                 timeout=ep.timeout_s, max_retries=0, http_client=http)
             return per_loop[ep.tier]
@@ -146,31 +115,6 @@ class OpenAICompatLLM:
                         raise output_error(role, schema, ep, message, exc) from None
                     conversation = repair_messages(messages, schema, message.content, str(exc))
         raise AssertionError("unreachable")
-
-    def send_early(self, role: str, schema: str, messages: list[dict], tools: list[dict] | None = None) -> bool:
-        """Send the request a role is about to make now, before its task starts (artoo.tasks.llm.early).
-
-        ``schema`` names a structured answer, or is TOOLS_SCHEMA for an executor turn offering ``tools``.
-        The role's own ``structured``/``tool_turn`` call later uses the answer when its request is
-        identical.  Best effort: False, and nothing sent, when the tier has no endpoint (the role's
-        call reports that) or the same request is already on its way.
-        """
-        try:
-            ep = self.endpoint(tier_of(role))
-        except (ConfigurationError, ValueError):
-            return False
-        if schema == TOOLS_SCHEMA:
-            kwargs = tool_request(self.negotiator.mode(ep, "tools"), messages, tools or [], self.negotiator.shape(ep))
-        else:
-            kwargs = structured_request(self.negotiator.mode(ep, "structured"), schema, messages, self._grammar(ep))
-        kwargs = copy.deepcopy(kwargs)  # the caller's lists may grow (an executor appends each turn)
-        try:
-            kwargs, _ = self._fit(role, ep, kwargs)  # the role's own call sends exactly this, cut alike
-        except PromptTooLong:
-            return False
-        key = request_key(ep.base_url, ep.model, kwargs)
-        return EARLY.send(key, lambda: _tracked(role, ep, _lane_client(ep).chat.completions.create(
-            model=ep.model, **kwargs)))
 
     async def tool_turn(self, role: str, messages: list[dict], tools: list[dict]) -> ToolTurn:
         """One executor turn: the tool calls asked for, or the final ExecutionResult."""
@@ -255,18 +199,6 @@ class OpenAICompatLLM:
                 self.negotiator.confirm(ep, kind, mode)
             return answer
 
-    def _grammar(self, ep: Endpoint) -> bool:
-        """Whether the endpoint's server holds answers to a schema with a grammar that takes ``maxLength``."""
-        return context_window(self.settings.llm, ep.base_url, ep.model, ep.api_key).grammar
-
-    def _fit(self, role: str, ep: Endpoint, request: dict) -> tuple[dict, dict]:
-        """The request cut to the model's context window, and its budget record (artoo.tasks.llm.budget),
-        with the sampling settings the person chose (``llm.temperature``, ``llm.max_tokens``; sent only when
-        set, so a hosted model that refuses them is never sent them by default)."""
-        window = context_window(self.settings.llm, ep.base_url, ep.model, ep.api_key)
-        fitted, budget = fit_request(role, window, self.settings.llm, request)
-        return {**fitted, **sampling(self.settings.llm)}, budget
-
     async def _request(self, role: str, schema: str, ep: Endpoint, judged_later: bool = False,
                        **kwargs: Any) -> tuple[Any, CallRecord]:
         """One chat completion with retries of environmental failures; every attempt is recorded.
@@ -288,7 +220,8 @@ class OpenAICompatLLM:
             started = time.perf_counter()
             try:
                 if early is not None and attempt == 0:  # sent ahead of this task: its answer, or its error
-                    response, latency = await answer_of(early)
+                    reply, latency = await answer_of(early)
+                    response = read_reply(reply)
                 else:
                     response = await _tracked(role, ep, self._client(ep).chat.completions.create(
                         model=ep.model, **kwargs))
@@ -378,23 +311,3 @@ async def _tracked(role: str, ep: Endpoint, request: Awaitable[Any]) -> Any:
     """Await one request marked in flight (artoo.tasks.llm.progress), so a terminal can show a slow call."""
     with INFLIGHT.track(role, ep.model, ep.tier):
         return await request
-
-
-_LANE_CLIENTS: dict[tuple[str, str, float], AsyncOpenAI] = {}
-
-
-def _lane_client(ep: Endpoint) -> AsyncOpenAI:
-    """The early lane's client for an endpoint, kept for the process (it only ever runs on the lane's loop)."""
-    key = (ep.base_url, ep.api_key, ep.timeout_s)
-    if key not in _LANE_CLIENTS:
-        _LANE_CLIENTS[key] = AsyncOpenAI(base_url=ep.base_url, api_key=ep.api_key, timeout=ep.timeout_s,
-                                         max_retries=0, http_client=DefaultAsyncHttpxClient(verify=_tls_context()))
-    return _LANE_CLIENTS[key]
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """httpx's default verification context (certifi, or SSL_CERT_FILE/SSL_CERT_DIR), built once."""
-    return httpx.create_ssl_context()
-
-

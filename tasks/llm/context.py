@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import httpx
 
 from artoo.config.settings import LLMParams
+from artoo.tasks.llm.tls import verify_for
 
 LOG = logging.getLogger("artoo.llm")
 
@@ -78,7 +79,7 @@ def _get_json(client: httpx.Client, url: str) -> object:
 def probe(base_url: str, model: str, api_key: str, timeout_s: float) -> ContextWindow | None:
     """Ask the server for its served window (llama.cpp /props, then vLLM /models); None when it does not say."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    with httpx.Client(timeout=timeout_s, headers=headers) as client:
+    with httpx.Client(timeout=timeout_s, headers=headers, verify=verify_for(base_url)) as client:
         root = server_root(base_url)
         tokens = from_props(_get_json(client, f"{root}/props"))
         if tokens:

@@ -7,37 +7,13 @@ role, tier, model and endpoint so a failed run says where to look.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import openai
 
 from artoo.config.errors import ConfigurationError, EnvironmentalFailure, RunFailure
-from artoo.tasks.llm.refusals import Feature, refused_feature
+from artoo.tasks.llm.endpoint import Endpoint, FeatureRefused
+from artoo.tasks.llm.refusals import refused_feature
 
 _ENVIRONMENTAL_STATUS = {408, 409, 425, 429}
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """One resolved tier endpoint."""
-
-    tier: str
-    base_url: str
-    model: str
-    api_key: str
-    timeout_s: float
-
-    def env(self, field: str) -> str:
-        """The environment variables that set a field of this tier, e.g. BRAIN_MODEL / OPENAI_MODEL."""
-        return f"{self.tier.upper()}_{field} / OPENAI_{field}"
-
-
-class FeatureRefused(Exception):
-    """The endpoint refused a request feature it does not support (internal: triggers the next mode)."""
-
-    def __init__(self, feature: Feature, detail: str):
-        super().__init__(detail)
-        self.feature = feature
 
 
 def _detail(exc: openai.APIError, limit: int = 300) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from artoo.config.errors import ConfigurationError
 from artoo.tasks.llm.behaviour import SilentToolWatch, probe_reason, silent_reason
-from artoo.tasks.llm.errors import Endpoint, FeatureRefused
+from artoo.tasks.llm.endpoint import Endpoint, FeatureRefused
 from artoo.tasks.llm.negotiated import NegotiationStore
 from artoo.tasks.llm.parsing import MODES
 from artoo.tasks.llm.tool_protocol import TOOL_MODES

@@ -8,16 +8,17 @@ error, a back-off — are plain functions, readable and testable without a clien
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from artoo.config.errors import LLMOutputError
 from artoo.config.settings import LLMParams
 from artoo.tasks.llm.base import ToolCallRequest, ToolTurn
-from artoo.tasks.llm.errors import Endpoint
+from artoo.tasks.llm.endpoint import Endpoint
 from artoo.tasks.llm.parsing import MODES, InvalidAnswer, normalize_tools, parse_arguments, with_system_note
 from artoo.tasks.llm.tool_protocol import TOOL_MODES, TURN_SCHEMA, content_messages, tools_note, turn_schema, wire_calls
+
+if TYPE_CHECKING:  # openai is imported by the client, never by what builds a request
+    import openai
 
 _EMPTY = SimpleNamespace(content=None, refusal=None, tool_calls=None)
 
