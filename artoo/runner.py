@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -22,6 +25,7 @@ from artoo.config.contracts import FinalResult
 from artoo.config.settings import Settings
 
 err = Console(stderr=True, highlight=False)
+log = logging.getLogger("artoo.runner")
 
 
 class ProgressTap:
@@ -62,15 +66,17 @@ class ProgressTap:
 
 def execute_flow(request: str, workspace: Path | None, verbose: bool = False) -> dict:
     """Run the artoo-task flow in this process and return its result document (Prefect's lines with verbose)."""
+    from artoo.tasks.plan import ahead
     from artoo.tasks.roles.perceiver import check_request
     from artoo.tasks.roles.session import forget_run
 
     check_request(request)  # refused before any flow run exists: nothing to clean up, nothing half-recorded
-    send_perceive_early(request)
+    plan_ahead(request, workspace, _send_perceive(request))
     try:
         return _run_flow(request, workspace, verbose)
     finally:
         forget_run(request)
+        ahead.forget(request)
 
 
 def _run_flow(request: str, workspace: Path | None, verbose: bool) -> dict:
@@ -103,9 +109,17 @@ def send_perceive_early(request: str) -> bool:
     this answer instead of asking again (artoo.tasks.llm.early).  Best effort: a settings or history
     problem is left for the flow to report.
     """
+    return _send_perceive(request) is not None
+
+
+def _send_perceive(request: str) -> tuple[Any, Settings, list[dict]] | None:
+    """Send R1 early: (the request builder, the settings, the history it was sent with), or None when it was not.
+
+    Only what fixes R1's words is imported first (``RequestBuilder``, not the client): ``openai``, Prefect and
+    DuckDB import while R1 is answered (tests/test_early_http.py)."""
     from artoo.config.errors import ArtooError
     from artoo.config.settings import load_settings
-    from artoo.tasks.llm.outgoing import RequestBuilder  # not the client: openai loads while R1 is out
+    from artoo.tasks.llm.outgoing import RequestBuilder
     from artoo.tasks.roles.perceiver import messages_for
     from artoo.tasks.roles.session import keep_for_run, load_history
 
@@ -113,9 +127,82 @@ def send_perceive_early(request: str) -> bool:
         settings = load_settings()
         history = load_history(settings.home_dir, settings.history_size)
     except (ArtooError, OSError, ValueError):
-        return False
+        return None
     keep_for_run(request, history)  # the run's R1 reads this history, not one another command changed since
-    return RequestBuilder(settings).send_early("R1", "TaskSpec", messages_for(request, history))
+    builder = RequestBuilder(settings)
+    if not builder.send_early("R1", "TaskSpec", messages_for(request, history)):
+        return None
+    return builder, settings, history
+
+
+def plan_ahead(request: str, workspace: Path | None, sent: tuple[Any, Settings, list[dict]] | None
+               ) -> threading.Thread | None:
+    """Round 1's R2 request, sent as soon as R1's early answer is in: before the flow exists, Prefect imported
+    or its server started.
+
+    Why: R1's answer (1.5 s from a fast hosted model) comes before ``artoo run`` has imported Prefect and found
+    its server (2–4 s on two cores, more for the day's first command), and R2's words follow from that answer by
+    code alone: the TaskSpec as the R1 task reads it (``perceiver.spec_from``), memory's calibration, the plan
+    prompt (``tasks.plan.inputs.plan_messages``).  So R2 thinks while the rest starts.  The flow still asks:
+    its plan task takes this answer only when its own request is identical; an answer code cannot read, or
+    memory written meanwhile, means the flow asks itself (artoo.tasks.llm.early).  A thread, never an error.
+    """
+    if sent is None:
+        return None
+    builder, settings, history = sent
+    from artoo.tasks.plan import ahead
+    from artoo.tasks.roles.perceiver import messages_for
+
+    r1 = builder.pending("R1", "TaskSpec", messages_for(request, history))
+    if r1 is None:
+        return None
+    ahead.expect(request)  # the flow asks before working round 1 out itself (artoo.tasks.plan.ahead)
+    thread = threading.Thread(target=_plan_ahead, args=(builder, settings, request, workspace, r1),
+                              name="artoo-plan-ahead", daemon=True)
+    thread.start()
+    return thread
+
+
+def _plan_ahead(builder: Any, settings: Settings, request: str, workspace: Path | None, r1: Any) -> None:
+    """Import and open what R2's words need while R1 is answered, then send R2 once its answer is read."""
+    from artoo.tasks.llm.early_http import answer_in
+    from artoo.tasks.plan import ahead
+    from artoo.tasks.plan.inputs import plan_messages, round_inputs
+    from artoo.tasks.roles.perceiver import spec_from
+
+    store = _memory(settings)  # opened while R1 is out: it does not depend on the answer
+    spec = inputs = None
+    claimed = False
+    try:
+        reply, _ = r1.result(timeout=builder.endpoint("brain").timeout_s + 5)
+        answer = answer_in(reply, "TaskSpec")
+        if answer is None or not (claimed := ahead.claim(request)):
+            return
+        spec = spec_from(answer, request)
+        inputs = round_inputs(settings, store, spec, [], [])
+    except Exception as exc:  # reading ahead is an aid: the flow asks for itself
+        log.debug("round 1's R2 was not sent ahead: %s", exc)
+    finally:
+        if store is not None:
+            store.close()
+        if claimed and ahead.settle(request, spec, inputs):  # the flow takes these inputs: one R2, same words
+            folder = Path(str(workspace)).expanduser() if workspace else settings.workspace_dir  # as artoo_task
+            try:
+                builder.send_early("R2", "Plan", plan_messages(settings, inputs, spec, None, "", "", str(folder)))
+            except Exception as exc:  # the flow's own send_plan_early sends the same words
+                log.debug("round 1's R2 was not sent ahead: %s", exc)
+
+
+def _memory(settings: Settings) -> Any:
+    """This home's memory as the run opens it, or None as the run has it when it cannot be opened."""
+    if settings.ablation.strategy == "retry":
+        return None  # the retry ablation plans without memory
+    from artoo.memory.backends import open_store
+
+    try:
+        return open_store(settings.home_dir, settings.memory)
+    except Exception:
+        return None
 
 
 def audit_run(published: dict[tuple[str, str], set[int]], started: datetime) -> None:

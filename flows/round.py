@@ -31,12 +31,11 @@ from artoo.config.contracts import (
 from artoo.config.errors import PlanRejected, RunFailure
 from artoo.config.protocol import PlanAnswer, TaskVerdict
 from artoo.flows.fast_loop import subtask_flow, subtask_run_name
-from artoo.memory.calibration import calibrate_from_store
 from artoo.tasks.llm import TOOLS_SCHEMA
 from artoo.tasks.plan import rules as plan_rules
-from artoo.tasks.plan.inputs import RoundInputs
+from artoo.tasks.plan.inputs import RoundInputs, plan_messages, round_inputs, shown
 from artoo.tasks.roles import agent_validator as r4a
-from artoo.tasks.roles import executor, grounding, planner
+from artoo.tasks.roles import executor, grounding
 from artoo.tasks.roles import meta_validator as r4b
 from artoo.tasks.roles.runtime import RunDeps, Runtime, get_runtime
 from artoo.tasks.roles.task import REJUDGED, meta_validate_task, note_grounded, plan_task, publish_r4b
@@ -76,37 +75,18 @@ class RoundBrief(BaseModel):
         return list(self.directive.blocked_targets) if self.directive else []
 
 
-def round_inputs(deps: RunDeps, spec: TaskSpec, blocked_tools: list[str],
-                 blocked_targets: list[BlockedTarget]) -> RoundInputs:
-    """R2's memory calibration (no LLM call) and the MUST NOT set; memory trouble never stops planning."""
-    calibration, error = None, ""
-    if deps.store is not None and deps.settings.ablation.strategy != "retry":  # the retry ablation plans without memory
-        try:
-            calibration = calibrate_from_store(deps.store, spec.intent, set(blocked_tools), blocked_targets)
-        except Exception as exc:  # memory must never block the operational path
-            error = str(exc) or type(exc).__name__
-    return RoundInputs(
-        calibration=calibration, calibration_error=error,
-        must_not_tools=set(blocked_tools) | set(getattr(calibration, "must_not_tools", set())),
-        must_not_targets={b.target for b in map(BlockedTarget.of, blocked_targets) if b.any_use}
-        | set(getattr(calibration, "must_not_targets", set())),
-        pairs=sorted(getattr(calibration, "must_not_pairs", set())),
-        block=calibration.prompt_block() if calibration is not None else "")
-
-
-def send_plan_early(run: Runtime, brief: RoundBrief) -> None:
+def send_plan_early(run: Runtime, brief: RoundBrief, inputs: RoundInputs | None = None) -> None:
     """Before the round's subflow is created: work out its inputs and send its R2 request now.
 
     The round takes both (``run.record.prepared``), so its plan task asks with the very same words and gets
     the answer that has been on its way meanwhile (artoo.tasks.llm.early).
     """
     deps = run.deps
-    inputs = round_inputs(deps, brief.spec, brief.blocked_tools, brief.blocked_targets)
+    if inputs is None:  # else worked out ahead by ``artoo run`` (artoo.tasks.plan.ahead), maybe sent already
+        inputs = round_inputs(deps.settings, deps.store, brief.spec, brief.blocked_tools, brief.blocked_targets)
     run.record.prepared[brief.round_no] = inputs
-    block, shown_directive, shown_targets = _shown(deps, inputs, brief.directive)
-    deps.llm.send_early("R2", "Plan", planner.messages_for(brief.spec, block, shown_directive, inputs.must_not_tools,
-                                                         shown_targets, brief.prior_summary, None, brief.evidence,
-                                                         str(deps.workspace)))
+    deps.llm.send_early("R2", "Plan", plan_messages(deps.settings, inputs, brief.spec, brief.directive,
+                                                    brief.prior_summary, brief.evidence, str(deps.workspace)))
 
 
 @flow(name="round", validate_parameters=False, log_prints=False, persist_result=False)
@@ -117,7 +97,7 @@ async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | Rep
     deps = run.deps
     logger = get_run_logger()
     inputs = run.record.prepared.pop(round_no, None)  # sent early by the medium loop, else worked out now
-    inputs = inputs or round_inputs(deps, spec, brief.blocked_tools, brief.blocked_targets)
+    inputs = inputs or round_inputs(deps.settings, deps.store, spec, brief.blocked_tools, brief.blocked_targets)
     _announce(run, spec, inputs, round_no)
     try:
         plan = await _plan(runtime_id, spec, inputs, brief.directive, brief.prior_summary, brief.evidence, round_no)
@@ -203,19 +183,6 @@ def served_lines(calibration: Any) -> dict[str, list[str]]:
             "sops": [content for content in dict.fromkeys(sops) if any(content in line for line in shown)]}
 
 
-def _shown(deps: RunDeps, inputs: RoundInputs, directive: PlanDirective | None
-           ) -> tuple[str, PlanDirective | None, set[str]]:
-    """What R2's prompt shows: the calibration block, the directive and the blocked targets."""
-    if deps.settings.ablation.planner_sees_blocked_targets:
-        one_way = {f"{b.target} ({b.access} refused: other uses of it are fine)"
-                   for b in (directive.blocked_targets if directive else []) if not b.any_use}
-        return inputs.block, directive, inputs.must_not_targets | one_way  # the MUST NOT set R2 reads (#26)
-    # debug: hide one channel; still enforced by validate_plan and by the toolbox, only the prompt loses them
-    block = "\n".join(line for line in inputs.block.splitlines()
-                      if not any(t in line for t in inputs.must_not_targets))
-    return block, directive.model_copy(update={"blocked_targets": []}) if directive else None, set()
-
-
 async def _plan(runtime_id: str, spec: TaskSpec, inputs: RoundInputs, directive: PlanDirective | None,
                 prior_summary: str, evidence: str = "", round_no: int = 1) -> PlanAnswer:
     """Ask R2; a plan that breaks the rules is re-asked once with the problems, then rejected.
@@ -225,7 +192,7 @@ async def _plan(runtime_id: str, spec: TaskSpec, inputs: RoundInputs, directive:
     """
     deps = get_runtime(runtime_id).deps
     problems: list[str] | None = None
-    block, shown_directive, shown_targets = _shown(deps, inputs, directive)
+    block, shown_directive, shown_targets = shown(deps.settings, inputs, directive)
     for suffix in ("", " · re-ask"):
         plan = await plan_task(runtime_id, spec, block, shown_directive, inputs.must_not_tools, shown_targets,
                                prior_summary, problems, suffix=suffix, evidence=evidence)

@@ -17,6 +17,7 @@ setting cannot be unset through the environment): every subflow started inside i
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from pathlib import Path
@@ -40,6 +41,7 @@ from artoo.tasks.decisions.log import DecisionLog, in_scope
 from artoo.tasks.ggs.controller import GGSController
 from artoo.tasks.ggs.task import artifact_key, ggs_task
 from artoo.tasks.llm import OpenAICompatLLM, cost_report
+from artoo.tasks.plan.ahead import take as take_ahead
 from artoo.tasks.roles.meta_validator import KeptResult, keep_results
 from artoo.tasks.roles.planner import evidence_block, failure_messages
 from artoo.tasks.roles.runtime import RunDeps, RunRecord, Runtime, drop, register, with_bus
@@ -198,7 +200,8 @@ async def _medium_loop(runtime_id: str, run: Runtime, request: str, history: lis
     while True:
         brief = RoundBrief(round_no=round_no, directive=directive, spec=spec, prior_summary=prior_summary,
                            evidence=evidence, kept=tuple(kept))
-        send_plan_early(run, brief)  # R2 thinks while the round's subflow is made
+        ahead = await asyncio.to_thread(take_ahead, request, spec) if round_no == 1 else None
+        send_plan_early(run, brief, ahead)  # R2 thinks while the round's subflow is made
         named = run_named(round_flow, round_run_name(round_no, directive))
         with in_scope(round=round_no):
             message = await named(runtime_id, brief)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,6 +47,16 @@ def pytest_configure(config: pytest.Config) -> None:
         from tests.shared_servers import make_shared_folder
 
         config.artoo_shared = make_shared_folder()
+
+
+@pytest.fixture(autouse=True)
+def _early_requests_forgotten() -> Iterator[None]:
+    """No test inherits another's early requests: a request (its endpoint, port included, and its words) is
+    sent early once per process (artoo.tasks.llm.early), and a later test's scripted server may get the port."""
+    yield
+    early = sys.modules.get("artoo.tasks.llm.early")
+    if early is not None:
+        early.EARLY.clear()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

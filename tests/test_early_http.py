@@ -17,7 +17,7 @@ import sys
 import openai
 import pytest
 
-from artoo.tasks.llm.early_http import post_chat, read_reply
+from artoo.tasks.llm.early_http import EarlyReply, answer_in, post_chat, read_reply
 from artoo.tasks.llm.endpoint import Endpoint
 from artoo.tasks.llm.parsing import structured_request
 from artoo.tasks.llm.scripted_server import ScriptedLLMServer
@@ -124,3 +124,27 @@ def test_the_certificate_store_is_loaded_for_https_only(url, loads_store):
     verify = verify_for(url)
     assert isinstance(verify, ssl.SSLContext) == loads_store
     assert verify is (tls_context() if loads_store else False)  # one store per process, shared
+
+
+def _chat(content: str | None, refusal: str | None = None) -> bytes:
+    import json
+
+    return json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": content,
+                                                            "refusal": refusal}}]}).encode()
+
+
+@pytest.mark.parametrize("reply, task_id", [
+    (EarlyReply("u", 200, body=_chat('{"task_id": "count_lines", "intent": "count", "constraints": {}}')),
+     "count_lines"),
+    (EarlyReply("u", 200, body=_chat('Here it is:\n```json\n{"task_id": "t2", "intent": "x", "constraints": {}}\n```')),
+     "t2"),
+    (EarlyReply("u", 200, body=_chat("I cannot help with that.")), None),  # nothing code can repair: the task re-asks
+    (EarlyReply("u", 200, body=_chat(None, refusal="no")), None),
+    (EarlyReply("u", 200, body=b"<html>gateway</html>"), None),
+    (EarlyReply("u", 503, body=b'{"error": {"message": "Loading model"}}'), None),
+    (EarlyReply("u", error=TimeoutError("slow")), None),
+], ids=["answer", "fenced (repaired)", "prose", "refusal", "not JSON", "503", "no answer"])
+def test_what_reads_ahead_sees_in_an_early_reply(reply, task_id):
+    """``artoo run`` reads R1's early answer before its flow does, as the R1 task's client reads it, or not at all."""
+    answer = answer_in(reply, "TaskSpec")
+    assert getattr(answer, "task_id", None) == task_id

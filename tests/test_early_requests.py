@@ -50,7 +50,7 @@ def _until_received(srv: ScriptedLLMServer, count: int) -> None:
 
 def _drain() -> None:
     """Leave no early answer for the next test (a failed assertion may have left one)."""
-    EARLY._pending.clear()
+    EARLY.clear()
 
 
 def test_a_request_sent_early_is_answered_once_and_recorded_by_the_task_that_asks():
@@ -160,6 +160,45 @@ def test_an_abandoned_run_answers_every_call_and_its_failure_report_early(
     assert "every attempt failed logically" in final["summary"]  # the report was used, not the template
     assert (EARLY.sent - sent, EARLY.taken - taken, EARLY.pending()) == (8, 8, 0)
     assert all(r["status"] == 200 for r in server.requests) and server.unused() == {}
+
+
+@pytest.mark.usefixtures("prefect_api")
+def test_round_one_plan_is_asked_before_the_flow_exists_and_its_plan_task_takes_that_answer(
+        scripted, artoo_env: Path):
+    """``artoo run`` reads R1's early answer itself and sends round 1's R2 from it (artoo.runner.plan_ahead).
+
+    Here the read-ahead finishes before the command runs, so R2 is on the server's log before any flow exists;
+    the command's own R1 and R2 are then the same words, not sent again (each script entry answers once) and
+    taken by the flow's R1 and plan tasks."""
+    from artoo.runner import _send_perceive, plan_ahead
+
+    server = scripted(change_path_scenario(artoo_env / "workspace"))
+    request = "count the lines in notes.txt"
+    thread = plan_ahead(request, None, _send_perceive(request))
+    assert thread is not None
+    thread.join(30)
+    _until_received(server, 2)  # sent on the early lane: answered on its own
+    before_the_flow = requests_by_schema(server)
+    sent, taken = EARLY.sent, EARLY.taken
+    code, out, _ = run_cli("run", "--json", request)
+    final = final_from(out)
+    assert before_the_flow == {"TaskSpec": 1, "Plan": 1}
+    assert (code, final["directive"], final["replans"]) == (0, "accept", 1)
+    assert (EARLY.sent - sent, EARLY.taken - taken, EARLY.pending()) == (5, 7, 0)  # R1, R2 sent before the command
+    assert server.unused() == {}
+    assert requests_by_schema(server) == {"TaskSpec": 1, "Plan": 2, "tools": 4, "AgentVerdict": 2, "TaskVerdict": 1}
+
+
+def test_a_request_is_sent_early_once_even_after_its_answer_was_taken():
+    """A late second sender (the flow's R2 after ``artoo run`` sent it ahead and the task took it) asks nothing."""
+    messages = [{"role": "user", "content": "plan it"}]
+    with ScriptedLLMServer({"answers": {"Plan": [{"answer": PLAN}]}}) as srv:
+        llm = _llm(srv)
+        assert llm.send_early("R2", "Plan", messages)
+        asyncio.run(llm.structured("R2", "Plan", messages))
+        again = llm.send_early("R2", "Plan", messages)
+        count = len(srv.requests)
+    assert (again, count, EARLY.pending()) == (False, 1, 0)
 
 
 def test_a_run_reads_the_history_its_command_sent_r1_with_even_when_another_run_appended_since(tmp_path: Path):

@@ -67,7 +67,7 @@ def test_a_slow_answer_within_its_tier_timeout_completes(llm_section, completes,
         except EnvironmentalFailure as exc:
             answer = exc
         finally:
-            EARLY._pending.clear()
+            EARLY.clear()
     if completes:
         assert getattr(answer, "task_id", None) == "count_lines", answer
     else:
@@ -116,7 +116,7 @@ def test_an_early_request_is_in_flight_from_when_it_was_sent():
             shown = [(c.role, c.tier) for c in INFLIGHT.calls()]  # no task has asked yet
             answer = asyncio.run(_closing(llm, llm.structured("R1", "TaskSpec", MESSAGES)))
         finally:
-            EARLY._pending.clear()
+            EARLY.clear()
     assert shown == [("R1", "brain")] and answer.task_id == "count_lines"
     assert INFLIGHT.calls() == []
 

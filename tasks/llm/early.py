@@ -61,6 +61,8 @@ class EarlyRequests:
 
     def __init__(self) -> None:
         self._pending: dict[str, tuple[float, concurrent.futures.Future]] = {}
+        self._sent: dict[str, float] = {}
+        """Every request sent early within EXPIRE_S, taken or not: it is never sent early twice."""
         self._lock = threading.Lock()
         self._lane = _Lane()
         self.sent = 0
@@ -69,15 +71,26 @@ class EarlyRequests:
         """Early answers a task used."""
 
     def send(self, key: str, call: Callable[[], Awaitable[Any]]) -> bool:
-        """Start ``call()`` on the lane unless the same request is already pending; False when it was."""
+        """Start ``call()`` on the lane unless the same request was sent early already; False when it was.
+
+        Already means pending or taken: two senders may work out the same request (``artoo run`` sends round
+        1's R2 before its flow exists, and the flow would send it again), and one that comes late, after the
+        task took the first answer, must not ask the model a second time for an answer nobody will read."""
         with self._lock:
             self._expire()
-            if key in self._pending:
+            if key in self._pending or key in self._sent:
                 return False
             future = asyncio.run_coroutine_threadsafe(_timed(call), self._lane.loop())
             self._pending[key] = (time.monotonic(), future)
+            self._sent[key] = time.monotonic()
             self.sent += 1
             return True
+
+    def peek(self, key: str) -> concurrent.futures.Future | None:
+        """The pending early answer of this request, left for its taker (``artoo run`` reads R1's this way)."""
+        with self._lock:
+            entry = self._pending.get(key)
+            return entry[1] if entry else None
 
     def take(self, key: str) -> concurrent.futures.Future | None:
         """The pending early answer of this request (removed: one taker), or None."""
@@ -86,6 +99,14 @@ class EarlyRequests:
             if entry is not None:
                 self.taken += 1
             return entry[1] if entry else None
+
+    def clear(self) -> None:
+        """Forget every early request, pending or sent (a test starting afresh; nothing else needs it)."""
+        with self._lock:
+            for _, future in self._pending.values():
+                future.cancel()
+            self._pending.clear()
+            self._sent.clear()
 
     def pending(self) -> int:
         """Early requests nobody has taken yet."""
@@ -96,6 +117,8 @@ class EarlyRequests:
         now = time.monotonic()
         for key in [k for k, (at, _) in self._pending.items() if now - at > EXPIRE_S]:
             self._pending.pop(key)[1].cancel()
+        for key in [k for k, at in self._sent.items() if now - at > EXPIRE_S]:
+            del self._sent[key]
 
 
 async def _timed(call: Callable[[], Awaitable[Any]]) -> tuple[Any, float]:

@@ -18,8 +18,11 @@ from typing import Any
 
 import httpx
 
+from artoo.tasks.llm.base import answer_model
 from artoo.tasks.llm.endpoint import Endpoint
+from artoo.tasks.llm.parsing import InvalidAnswer
 from artoo.tasks.llm.progress import INFLIGHT
+from artoo.tasks.llm.repair import repair_answer
 from artoo.tasks.llm.tls import verify_for
 
 
@@ -60,6 +63,19 @@ async def post_chat(role: str, ep: Endpoint, fields: dict[str, Any]) -> EarlyRep
         except Exception as exc:  # handed to the task as the openai client would have raised it
             return EarlyReply(url, error=exc)
     return EarlyReply(url, answer.status_code, tuple(answer.headers.items()), answer.content)
+
+
+def answer_in(reply: EarlyReply, schema: str) -> Any | None:
+    """The answer a 2xx reply carries, repaired exactly as the role's task repairs it (``_repaired``), without
+    openai; None for an error, a reply without a message, or an answer code cannot repair (the task then asks,
+    or re-asks, itself, and whoever read ahead has nothing to build on)."""
+    if reply.error is not None or not 200 <= reply.status < 300:
+        return None
+    try:
+        message = json.loads(reply.body)["choices"][0]["message"]
+        return repair_answer(message.get("content"), message.get("refusal"), answer_model(schema)).answer
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, InvalidAnswer):
+        return None
 
 
 def read_reply(reply: EarlyReply) -> Any:

@@ -9,6 +9,7 @@ settings — lives here, free of openai, and so does ``send_early`` (its HTTP is
 
 from __future__ import annotations
 
+import concurrent.futures
 import copy
 import logging
 
@@ -70,12 +71,26 @@ class RequestBuilder:
         ``schema`` names a structured answer, or is TOOLS_SCHEMA for an executor turn offering ``tools``.
         The role's own ``structured``/``tool_turn`` call later uses the answer when its request is
         identical.  Best effort: False, and nothing sent, when the tier has no endpoint (the role's
-        call reports that) or the same request is already on its way.
+        call reports that) or the same request was already sent early.
         """
+        prepared = self._early_request(role, schema, messages, tools)
+        if prepared is None:
+            return False
+        ep, kwargs, key = prepared
+        return EARLY.send(key, lambda: post_chat(role, ep, kwargs))
+
+    def pending(self, role: str, schema: str, messages: list[dict]) -> concurrent.futures.Future | None:
+        """The early answer of this request while no task has taken it (``EARLY.peek``), else None."""
+        prepared = self._early_request(role, schema, messages, None)
+        return EARLY.peek(prepared[2]) if prepared is not None else None
+
+    def _early_request(self, role: str, schema: str, messages: list[dict],
+                       tools: list[dict] | None) -> tuple[Endpoint, dict, str] | None:
+        """The endpoint, the request exactly as the role's call will send it, and its key; None when there is none."""
         try:
             ep = self.endpoint(tier_of(role))
         except (ConfigurationError, ValueError):
-            return False
+            return None
         if schema == TOOLS_SCHEMA:
             kwargs = tool_request(self.negotiator.mode(ep, "tools"), messages, tools or [], self.negotiator.shape(ep))
         else:
@@ -84,9 +99,8 @@ class RequestBuilder:
         try:
             kwargs, _ = self._fit(role, ep, kwargs)  # the role's own call sends exactly this, cut alike
         except PromptTooLong:
-            return False
-        key = request_key(ep.base_url, ep.model, kwargs)
-        return EARLY.send(key, lambda: post_chat(role, ep, kwargs))
+            return None
+        return ep, kwargs, request_key(ep.base_url, ep.model, kwargs)
 
     def _grammar(self, ep: Endpoint) -> bool:
         """Whether the endpoint's server holds answers to a schema with a grammar that takes ``maxLength``."""

@@ -95,6 +95,14 @@ async def perceive(llm, raw_input: str, history: list[dict], repaired: list[str]
     ``repaired`` (when given) receives a line per thing code took out of the model's answer."""
     check_request(raw_input)
     answer = await llm.structured("R1", "TaskSpec", messages_for(raw_input, history))
+    return spec_from(answer, raw_input, repaired)
+
+
+def spec_from(answer, raw_input: str, repaired: list[str] | None = None) -> TaskSpec:
+    """The TaskSpec of R1's answer (a TaskSpec answer model): code's id, the verbatim input, a stated deadline.
+
+    Apart from ``perceive`` so that ``artoo run`` reads R1's early answer exactly as the R1 task will, and
+    sends round 1's R2 request before its flow exists (artoo.runner)."""
     intent = answer.intent.strip() or raw_input.strip()
     constraints = answer.constraints
     deadline = stated_deadline(constraints.deadline, raw_input)

@@ -173,6 +173,7 @@ def test_nested_wrappers_are_at_least_as_dangerous(template: str, name: str, out
     assume(not ("'" in outer and "'" in inner))  # a quote inside the same quote is a different command
     bare = judge_command(template.format(f=name), CWD, _existing_e)
     wrapped_text = outer.format(c=inner.format(c=template.format(f=name)))
+    assume("$((" not in wrapped_text)  # "$(" around "(…)" is arithmetic: `$((reboot))` reads a variable, runs nothing
     wrapped = judge_command(wrapped_text, CWD, _existing_e)
     assert wrapped.irreversible, f"{wrapped_text}: {wrapped.reason}"
     assert _categories(bare.reason) <= _categories(wrapped.reason), f"{wrapped_text}: {wrapped.reason}"
