@@ -112,8 +112,8 @@ def send_perceive_early(request: str) -> bool:
     return _send_perceive(request) is not None
 
 
-def _send_perceive(request: str) -> tuple[Any, Settings, list[dict]] | None:
-    """Send R1 early: (the request builder, the settings, the history it was sent with), or None when it was not.
+def _send_perceive(request: str) -> tuple[Any, Settings, Any] | None:
+    """Send R1 early: (the request builder, the settings, R1's answer to come), or None when it was not sent.
 
     Only what fixes R1's words is imported first (``RequestBuilder``, not the client): ``openai``, Prefect and
     DuckDB import while R1 is answered (tests/test_early_http.py)."""
@@ -130,12 +130,11 @@ def _send_perceive(request: str) -> tuple[Any, Settings, list[dict]] | None:
         return None
     keep_for_run(request, history)  # the run's R1 reads this history, not one another command changed since
     builder = RequestBuilder(settings)
-    if not builder.send_early("R1", "TaskSpec", messages_for(request, history)):
-        return None
-    return builder, settings, history
+    r1 = builder.send_ahead("R1", "TaskSpec", messages_for(request, history))
+    return (builder, settings, r1) if r1 is not None else None
 
 
-def plan_ahead(request: str, workspace: Path | None, sent: tuple[Any, Settings, list[dict]] | None
+def plan_ahead(request: str, workspace: Path | None, sent: tuple[Any, Settings, Any] | None
                ) -> threading.Thread | None:
     """Round 1's R2 request, sent as soon as R1's early answer is in: before the flow exists, Prefect imported
     or its server started.
@@ -149,13 +148,9 @@ def plan_ahead(request: str, workspace: Path | None, sent: tuple[Any, Settings, 
     """
     if sent is None:
         return None
-    builder, settings, history = sent
+    builder, settings, r1 = sent
     from artoo.tasks.plan import ahead
-    from artoo.tasks.roles.perceiver import messages_for
 
-    r1 = builder.pending("R1", "TaskSpec", messages_for(request, history))
-    if r1 is None:
-        return None
     ahead.expect(request)  # the flow asks before working round 1 out itself (artoo.tasks.plan.ahead)
     thread = threading.Thread(target=_plan_ahead, args=(builder, settings, request, workspace, r1),
                               name="artoo-plan-ahead", daemon=True)
@@ -165,6 +160,7 @@ def plan_ahead(request: str, workspace: Path | None, sent: tuple[Any, Settings, 
 
 def _plan_ahead(builder: Any, settings: Settings, request: str, workspace: Path | None, r1: Any) -> None:
     """Import and open what R2's words need while R1 is answered, then send R2 once its answer is read."""
+    from artoo.tasks.llm.base import tier_of
     from artoo.tasks.llm.early_http import answer_in
     from artoo.tasks.plan import ahead
     from artoo.tasks.plan.inputs import plan_messages, round_inputs
@@ -174,7 +170,7 @@ def _plan_ahead(builder: Any, settings: Settings, request: str, workspace: Path 
     spec = inputs = None
     claimed = False
     try:
-        reply, _ = r1.result(timeout=builder.endpoint("brain").timeout_s + 5)
+        reply, _ = r1.result(timeout=builder.endpoint(tier_of("R1")).timeout_s + 5)
         answer = answer_in(reply, "TaskSpec")
         if answer is None or not (claimed := ahead.claim(request)):
             return

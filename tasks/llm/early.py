@@ -70,27 +70,21 @@ class EarlyRequests:
         self.taken = 0
         """Early answers a task used."""
 
-    def send(self, key: str, call: Callable[[], Awaitable[Any]]) -> bool:
-        """Start ``call()`` on the lane unless the same request was sent early already; False when it was.
+    def send(self, key: str, call: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future | None:
+        """Start ``call()`` on the lane unless the same request was sent early already: its answer to come, or None.
 
         Already means pending or taken: two senders may work out the same request (``artoo run`` sends round
         1's R2 before its flow exists, and the flow would send it again), and one that comes late, after the
         task took the first answer, must not ask the model a second time for an answer nobody will read."""
         with self._lock:
             self._expire()
-            if key in self._pending or key in self._sent:
-                return False
+            if key in self._sent:  # every pending request is in _sent too
+                return None
             future = asyncio.run_coroutine_threadsafe(_timed(call), self._lane.loop())
             self._pending[key] = (time.monotonic(), future)
             self._sent[key] = time.monotonic()
             self.sent += 1
-            return True
-
-    def peek(self, key: str) -> concurrent.futures.Future | None:
-        """The pending early answer of this request, left for its taker (``artoo run`` reads R1's this way)."""
-        with self._lock:
-            entry = self._pending.get(key)
-            return entry[1] if entry else None
+            return future
 
     def take(self, key: str) -> concurrent.futures.Future | None:
         """The pending early answer of this request (removed: one taker), or None."""

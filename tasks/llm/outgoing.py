@@ -73,16 +73,17 @@ class RequestBuilder:
         identical.  Best effort: False, and nothing sent, when the tier has no endpoint (the role's
         call reports that) or the same request was already sent early.
         """
+        return self.send_ahead(role, schema, messages, tools) is not None
+
+    def send_ahead(self, role: str, schema: str, messages: list[dict],
+                   tools: list[dict] | None = None) -> concurrent.futures.Future | None:
+        """``send_early``, returning the answer to come (the raw reply, which ``artoo run`` reads ahead of the
+        role's task, which still takes it), or None when nothing was sent."""
         prepared = self._early_request(role, schema, messages, tools)
         if prepared is None:
-            return False
+            return None
         ep, kwargs, key = prepared
         return EARLY.send(key, lambda: post_chat(role, ep, kwargs))
-
-    def pending(self, role: str, schema: str, messages: list[dict]) -> concurrent.futures.Future | None:
-        """The early answer of this request while no task has taken it (``EARLY.peek``), else None."""
-        prepared = self._early_request(role, schema, messages, None)
-        return EARLY.peek(prepared[2]) if prepared is not None else None
 
     def _early_request(self, role: str, schema: str, messages: list[dict],
                        tools: list[dict] | None) -> tuple[Endpoint, dict, str] | None:
