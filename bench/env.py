@@ -132,6 +132,20 @@ def stop_ephemeral() -> None:
         lingering.stop(load_settings().home_dir)
 
 
+def stop_lingering(root: Path) -> None:
+    """End the lingering server of every home the bench made under ``root``.
+
+    A section run after :func:`stop_ephemeral` may start one again, and ``clean_environ`` drops the caller's
+    ``server.linger_s``: left alone, each would serve nothing for ten minutes after the bench, sharing the
+    CPUs with whatever the person runs next.
+    """
+    from artoo.servers import lingering
+
+    for home in root.glob("*/artoo-home"):
+        with contextlib.suppress(Exception):
+            lingering.stop(home)
+
+
 @contextlib.contextmanager
 def prefect_mode(api_url: str | None) -> Iterator[None]:
     """Run Prefect against ``api_url``, or against the embedded server when None, for this process."""

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from artoo.bench.env import EPHEMERAL, LOCAL, Servers, isolate, stop_ephemeral, temp_root
+from artoo.bench.env import EPHEMERAL, LOCAL, Servers, isolate, stop_ephemeral, stop_lingering, temp_root
 from artoo.bench.report import Figure, Section, at_most, figures_table, fmt, table
 
 BENCHMARKS = ("overhead", "parallel", "economy", "flow_runs", "memory", "audit", "law1_overlay")
@@ -247,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:
         progress.print(f"[red]bench failed; the run logs are kept in {root}[/]")
         raise
+    finally:
+        stop_lingering(root)
     shutil.rmtree(root, ignore_errors=True)
     sections = doc.pop("_sections")
     text = json.dumps(doc, indent=1, ensure_ascii=False)

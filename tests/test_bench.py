@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -200,11 +201,26 @@ EXPECTED = {
 
 
 @pytest.mark.slow
+def lingering_servers_under(root: Path) -> list[str]:
+    """Command lines of the running ``artoo.servers.lingering`` processes serving a home under ``root``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            words = cmdline.read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # gone meanwhile
+            continue
+        if "artoo.servers.lingering" in words and any(w.startswith(str(root)) for w in words):
+            found.append(" ".join(words))
+    return found
+
+
 def test_artoo_bench_json_produces_every_figure_with_its_target(prefect_api: str, tmp_path: Path):
     script = Path(sys.executable).with_name("artoo")
     done = subprocess.run([str(script), "bench", "--json", "--quick", "--api-url", prefect_api],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={**os.environ, "TMPDIR": str(tmp_path)})  # its homes under tmp_path
     assert done.returncode == 0, done.stderr[-3000:]
+    assert lingering_servers_under(tmp_path) == [], "the bench left servers running after it ended"
     doc = json.loads(done.stdout)
     figures = {f["key"]: f for f in doc["figures"]}
     missing = sorted(set(EXPECTED) - set(figures))
