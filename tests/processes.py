@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import select
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -32,15 +32,24 @@ def read_until(stream, marker: bytes, timeout_s: float) -> bytes:
     return seen
 
 
+def command_lines() -> Iterator[tuple[int, bytes]]:
+    """Each running process's pid and raw command line (its arguments, each ended by a NUL byte)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            raw = cmdline.read_bytes()
+        except OSError:  # gone meanwhile
+            continue
+        yield int(cmdline.parent.name), raw
+
+
 def wait_for_command(argv: list[str], timeout_s: float) -> int:
     """Wait until a process runs exactly ``argv`` (e.g. the sandboxed ``sleep 60`` a story's tool started);
     its pid."""
     wanted = b"".join(a.encode() + b"\0" for a in argv)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-            with contextlib.suppress(OSError):
-                if cmdline.read_bytes() == wanted:
-                    return int(cmdline.parent.name)
+        for pid, raw in command_lines():
+            if raw == wanted:
+                return pid
         time.sleep(0.1)
     raise AssertionError(f"no `{' '.join(argv)}` process started")

@@ -24,6 +24,7 @@ from artoo.bench.loops_bench import economy_section
 from artoo.bench.report import Figure
 from artoo.bench.runs import Job, Measured
 from artoo.tasks.llm import CallRecord, cost_report
+from tests.processes import command_lines
 
 
 def req(schema: str, start: float, end: float, intent: str | None = None, extra: list[dict] | None = None) -> dict:
@@ -200,20 +201,17 @@ EXPECTED = {
 """Figure key → whether the issue holds it to a target (quick runs N = 1 and 8 of the speed-up curve)."""
 
 
-@pytest.mark.slow
 def lingering_servers_under(root: Path) -> list[str]:
     """Command lines of the running ``artoo.servers.lingering`` processes serving a home under ``root``."""
     found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            words = cmdline.read_bytes().decode(errors="replace").split("\0")
-        except OSError:  # gone meanwhile
-            continue
+    for _, raw in command_lines():
+        words = raw.decode(errors="replace").split("\0")
         if "artoo.servers.lingering" in words and any(w.startswith(str(root)) for w in words):
             found.append(" ".join(words))
     return found
 
 
+@pytest.mark.slow
 def test_artoo_bench_json_produces_every_figure_with_its_target(prefect_api: str, tmp_path: Path):
     script = Path(sys.executable).with_name("artoo")
     done = subprocess.run([str(script), "bench", "--json", "--quick", "--api-url", prefect_api],
