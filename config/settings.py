@@ -175,8 +175,8 @@ class LLMParams(BaseModel):
     rejudge_ungrounded: bool = Field(
         True, description="When code turns a validator's pass to a fail because its evidence rests on a claim "
         "(tasks/roles/grounding.py), ask that validator once more with code's reasons before the verdict stands. "
-        "A small model cites the executor's sentence over a file that is right (t12 of #25: R4b quoted 'the total "
-        "number of lines is written to totals.md' while totals.md held the counts): one more call, not a retry "
+        "A small model cites the executor's sentence over a file that is right (R4b quoted 'the total number of "
+        "lines is written to totals.md' while totals.md held the counts): one more call, not a retry "
         "of the work. The second answer is grounded by the same rules and is final.")
     brain_timeout_s: float | None = Field(
         None, gt=0, description="Seconds one brain-tier request (R1, R2, R4b, the Dreamer) may take. Unset: "

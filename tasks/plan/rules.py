@@ -65,7 +65,7 @@ def validate_plan(plan: PlanAnswer, must_not_tools: set[str], must_not_targets: 
     ``must_not_pairs`` (memory's (tool, target) restrictions) break a subtask only when it
     declares that tool *and* names that target; the tool elsewhere, or the target with
     another tool, is fine.  A pair (tool, target, access) blamed for writing, executing or deleting
-    only is the toolbox's to refuse at call time (#26): plan text cannot say how a step will use a
+    only is the toolbox's to refuse at call time: plan text cannot say how a step will use a
     file it names, and reading it is allowed.
     """
     if not plan.subtasks:
@@ -83,7 +83,7 @@ def validate_plan(plan: PlanAnswer, must_not_tools: set[str], must_not_targets: 
 
 
 def _any_use(pair: tuple[str, ...]) -> bool:
-    """A pair whose every use is refused: (tool, target) as before #26, or blamed for ``all`` or ``read``."""
+    """A pair whose every use is refused: an old (tool, target) with no access, or one blamed for all or read."""
     return len(pair) < 3 or pair[2] in ANY_USE
 
 
@@ -170,7 +170,7 @@ def with_request(plan: PlanAnswer, request: str) -> tuple[PlanAnswer, list[str]]
 
     Why: Qwen2.5-Coder-1.5B planned "count the lines of every .txt file … and write the totals to
     totals.md" as one subtask, "Find all .txt files in the working folder and count their lines", with
-    the criterion "totals.md … holds the total number of lines" (#25, t21 and t30): the request's "write
+    the criterion "totals.md … holds the total number of lines", more than once: the request's "write
     the totals" reached the executor in no words, and it wrote the grand total.  A single subtask is the
     whole task, so the request cannot lead it beyond its step; in a plan of several, each step would be
     drawn to do all of it, so those are left as planned.  Pure; the plan and a note, or the plan unchanged.
@@ -229,7 +229,7 @@ def recorded_calls(calls: list[ToolCall], limit: int = EARLIER_CALLS_CHARS) -> s
 
     Why: a small model's answer describes its work instead of holding it.  Qwen2.5-Coder-1.5B ran
     ``wc -l *.txt`` in step 1 and answered "the count … is recorded in line_counts.txt"; step 2, shown
-    only that sentence, globbed ``*.txt`` until its attempts ran out (#25, t16; t10 and t14 alike).
+    only that sentence, globbed ``*.txt`` until its attempts ran out, and did so in several runs.
     The printed counts are what step 2 needs, and code, not the model, has them.
     """
     lines = []
