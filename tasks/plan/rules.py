@@ -15,9 +15,18 @@ from collections.abc import Iterable
 from itertools import groupby
 from pathlib import Path
 
-from artoo.config.contracts import ANY_USE, Criterion, DispatchManifest, SubTask, SubTaskOutcome, ToolCall
+from artoo.config.contracts import (
+    ANY_USE,
+    REFERENCE_CRITERION,
+    Criterion,
+    DispatchManifest,
+    SubTask,
+    SubTaskOutcome,
+    ToolCall,
+)
 from artoo.config.protocol import PlanAnswer, PlannedSubTask
 from artoo.tasks.blame.failure import looks_like_path, normalise, text_targets
+from artoo.tasks.checks.contradict import contradictions
 from artoo.tasks.roles.prompting import as_text, cap, criterion_key, fence_untrusted, file_names
 
 MAX_SUBTASKS = 20
@@ -79,7 +88,18 @@ def validate_plan(plan: PlanAnswer, must_not_tools: set[str], must_not_targets: 
                     for pair in must_not_pairs if pair[0].strip() and pair[1].strip() and _any_use(pair)})
     for n, sub in enumerate(plan.subtasks, 1):
         problems += _subtask_problems(n, sub, tools, targets, workspace, pairs)
-    return problems
+    return problems + contradicting_checks(plan)
+
+
+def contradicting_checks(plan: PlanAnswer) -> list[str]:
+    """Checks that no folder can meet together: within one subtask's criteria, and among the task criteria with
+    the last step's (all hold at the end); an earlier step's state may differ from the end's, so steps apart are
+    not compared."""
+    last = max((s.sequence for s in plan.subtasks), default=0)
+    ending = [c for s in plan.subtasks if s.sequence == last for c in s.success_criteria]
+    found = [p for s in plan.subtasks for p in contradictions(s.success_criteria)]
+    found += contradictions([*plan.task_criteria, *ending])
+    return list(dict.fromkeys(found))
 
 
 def _any_use(pair: tuple[str, ...]) -> bool:
@@ -212,16 +232,24 @@ def dispatch(plan: PlanAnswer, task_id: str, round_no: int) -> tuple[DispatchMan
     if round_no < 1:
         raise ValueError(f"round numbers start at 1, got {round_no}")
     ordered = sorted(normalise_sequences(plan).subtasks, key=lambda s: s.sequence)
+    whole = reference_criteria(plan) if len(ordered) == 1 else []  # one step is the whole request: checked by it
     groups = []
     for _, members in groupby(ordered, key=lambda s: s.sequence):
         groups.append([SubTask(subtask_id=str(uuid.uuid4()), parent_task_id=task_id, intent=s.intent,
                                context=s.context, sequence=s.sequence,
-                               success_criteria=[c.model_copy() for c in s.success_criteria])
+                               success_criteria=[*(c.model_copy() for c in s.success_criteria), *whole])
                        for s in members])
     manifest = DispatchManifest(task_id=task_id, round=round_no,
                                 subtask_ids=[s.subtask_id for g in groups for s in g],
-                                task_criteria=[c.model_copy() for c in plan.task_criteria])
+                                task_criteria=[c.model_copy() for c in plan.task_criteria] + reference_criteria(plan),
+                                reference=plan.reference.strip())
     return manifest, groups
+
+
+def reference_criteria(plan: PlanAnswer) -> list[Criterion]:
+    """The task criterion the plan's reference run decides (none when the plan wrote no reference)."""
+    command = plan.reference.strip()
+    return [Criterion(criterion=REFERENCE_CRITERION, mode="verifiable", check=command)] if command else []
 
 
 def recorded_calls(calls: list[ToolCall], limit: int = EARLIER_CALLS_CHARS) -> str:
