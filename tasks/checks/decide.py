@@ -61,10 +61,11 @@ class CheckOutcome(BaseModel):
     comparison: tree.Comparison | None = None
 
     def note(self) -> str:
-        """What a judge is told under the criterion when the check did not decide it."""
+        """What a judge is told under the criterion when the check did not decide it (both files, side by side)."""
         head = ("Its check could not run, so judge it yourself" if self.status == "broken"
                 else "Its check could not decide it alone")
-        detail = f"\n{self.evidence}" if self.evidence else ""
+        shown = tree.side_by_side(self.comparison) if self.comparison is not None else self.evidence
+        detail = f"\n{shown}" if shown else ""
         return f"{head}: `{self.command}`: {self.reason}.{detail}"
 
     def line(self) -> str:
@@ -94,8 +95,14 @@ def broken_reason(ran: Ran) -> str | None:
     return None
 
 
-def from_predicate(criterion: str, after: Ran, before: Ran | None = None) -> CheckOutcome:
-    """A read-only test's outcome from its run on the folder now and, when kept, on the folder as it was."""
+def from_predicate(criterion: str, after: Ran, before: Ran | None = None, reference: Ran | None = None
+                   ) -> CheckOutcome:
+    """A read-only test's outcome from its run on the folder now and, when kept, on the folder as it was and on
+    the folder as the plan's reference run left it.
+
+    Two things the same planner wrote must agree before either counts against the executor: a test that also
+    fails on the reference run's result is more likely wrong than the work (a small planner writes tests such as
+    ``ls x | wc -l == 3``, which no folder passes), so it is broken, and the judge decides."""
     base = {"criterion": criterion, "command": after.command, "evidence": _shown(after.output)}
     broken = broken_reason(after)
     if broken:
@@ -105,6 +112,9 @@ def from_predicate(criterion: str, after: Ran, before: Ran | None = None) -> Che
             return CheckOutcome(status="judge", reason="it passes on the folder as it was before the work too, so "
                                 "it cannot tell the work from no work", **base)
         return CheckOutcome(status="met", reason="exit 0", **base)
+    if reference is not None and reference.exit_code != 0:
+        return CheckOutcome(status="broken", reason=f"exit {after.exit_code}, and it fails on the result of the "
+                            "plan's own reference run too, so the check is more likely wrong than the work", **base)
     return CheckOutcome(status="unmet", reason=f"exit {after.exit_code}", **base)
 
 
@@ -134,8 +144,8 @@ def from_reference(criterion: str, ran: Ran, executor: list[tree.PathChange], *,
               "values": "the same paths changed, but some files hold other words or numbers than the reference run's",
               "layout": "the same paths changed and hold the same words and numbers, laid out differently"
               }[comparison.outcome]
-    return CheckOutcome(status=status, reason=reason, evidence=tree.side_by_side(comparison), comparison=comparison,
-                        **base)
+    return CheckOutcome(status=status, reason=reason, evidence=tree.side_by_side(comparison, reveal=False),
+                        comparison=comparison, **base)
 
 
 def _folded(text: str) -> str:

@@ -30,12 +30,15 @@ class Snapshot:
         """Why there is no copy (too large, no sandbox), for the run's log."""
         self.references: dict[str, Ran] = {}
         """Reference runs on this copy, by command: they depend on nothing else."""
+        self.results: dict[str, Path] = {}
+        """Per reference command, the folder as its run left it (what a test of the same plan must pass on)."""
 
     def close(self) -> None:
-        """Remove the copy."""
+        """Remove the copy and the reference runs' results."""
         if self.path is not None:
             shutil.rmtree(self.path.parent, ignore_errors=True)
             self.path = None
+        self.results.clear()
 
 
 def confined_from(settings: object) -> Confined:
@@ -66,12 +69,15 @@ async def _executor_changes(before: Path, workspace: Path) -> list[tree.PathChan
 
 async def _reference(command: str, workspace: Path, before: Snapshot, confined: Confined) -> Ran:
     if command not in before.references:
-        before.references[command] = await run_reference(command, workspace, before.path, confined)
+        keep = before.path.parent / f"reference-{len(before.references)}"
+        before.references[command] = await run_reference(command, workspace, before.path, confined, keep=keep)
+        if keep.exists():
+            before.results[command] = keep
     return before.references[command]
 
 
 async def _one(criterion: Criterion, workspace: Path, before: Snapshot, confined: Confined,
-               printed: list[str], task_before: Snapshot) -> CheckOutcome:
+               printed: list[str], task_before: Snapshot, reference_result: Path | None = None) -> CheckOutcome:
     command = criterion.check.strip()
     if criterion.criterion == REFERENCE_CRITERION:  # the whole request: from the folder as it was before the task
         before = task_before
@@ -88,10 +94,12 @@ async def _one(criterion: Criterion, workspace: Path, before: Snapshot, confined
                                 reason="the check writes, and " + (before.note or "no copy of the folder is kept"))
         ran = await _reference(command, workspace, before, confined)
         return from_reference(criterion.criterion, ran, await _executor_changes(before.path, workspace), whole=False)
-    was = None
+    was = theirs = None
     if after.exit_code == 0 and before.path is not None:
         was = await run_confined(command, workspace, confined, source=before.path)
-    return from_predicate(criterion.criterion, after, was)
+    elif after.exit_code != 0 and reference_result is not None:
+        theirs = await run_confined(command, workspace, confined, source=reference_result)
+    return from_predicate(criterion.criterion, after, was, theirs)
 
 
 async def check_criteria(criteria: list[Criterion], workspace: Path, before: Snapshot, confined: Confined,
@@ -104,7 +112,14 @@ async def check_criteria(criteria: list[Criterion], workspace: Path, before: Sna
     if confined.bwrap is None:
         return []
     start = task_before or before
-    return [await _one(c, workspace, before, confined, list(printed), start) for c in criteria if c.check.strip()]
+    checked = [c for c in criteria if c.check.strip()]
+    references = [c for c in checked if c.criterion == REFERENCE_CRITERION]
+    done = {id(c): await _one(c, workspace, before, confined, list(printed), start) for c in references}
+    result = next((start.results.get(c.check.strip()) for c in references if done[id(c)].status != "broken"), None)
+    for c in checked:
+        if id(c) not in done:
+            done[id(c)] = await _one(c, workspace, before, confined, list(printed), start, result)
+    return [done[id(c)] for c in checked]
 
 
 def existed_before(names: list[str], workspace: Path, before: Snapshot | None) -> set[str] | None:

@@ -77,14 +77,19 @@ async def run_confined(command: str, workspace: Path, confined: Confined, *, sou
                wrote=read_only and WRITE_REFUSED in done.output, view="read-only" if read_only else "copy")
 
 
-async def run_reference(command: str, workspace: Path, before: Path, confined: Confined) -> Ran:
-    """Run ``command`` on a throwaway copy of ``before`` seen at the folder's path; its changes against ``before``."""
+async def run_reference(command: str, workspace: Path, before: Path, confined: Confined,
+                        keep: Path | None = None) -> Ran:
+    """Run ``command`` on a throwaway copy of ``before`` seen at the folder's path; its changes against ``before``.
+
+    ``keep``: where the copy stays afterwards, as the reference run left it (the caller removes it); else it goes."""
     scratch = Path(tempfile.mkdtemp(prefix="artoo-check-"))
     copy = scratch / "folder"
     try:
         await asyncio.to_thread(tree.copy_tree, before, copy, confined.max_bytes, confined.max_files)
         ran = await run_confined(command, workspace, confined, source=copy, read_only=False)
         was, now = await asyncio.gather(asyncio.to_thread(tree.state, before), asyncio.to_thread(tree.state, copy))
+        if keep is not None:
+            await asyncio.to_thread(shutil.move, copy, keep)
         return ran.model_copy(update={"changes": tree.changes(was, now)})
     finally:
         await asyncio.to_thread(shutil.rmtree, scratch, True)
