@@ -151,14 +151,14 @@ async def run_task(suite: Suite, task: Task, brain: SimulatedBrain | None) -> di
            "gold_changes": sorted(gold.changes), "changes": sorted(changes), "mistakes": carried}
     if error:
         row["error"] = error
-    records = _task_records()
+    records = task_records()
     row.update(failures.llm_counts(records))
     row["failure"] = failures.failure_kind(row, records)
     row.update(sequence.task_memory(records))
     return row
 
 
-def _task_records() -> list[dict]:
+def task_records() -> list[dict]:
     """The decision-log records of the run just finished (the newest in this strategy's ARTOO_HOME)."""
     from artoo.config.settings import load_settings
     from artoo.tasks.decisions.log import find_run, read_records
@@ -235,7 +235,7 @@ def carry_negotiated(source: Path, target: Path) -> None:
                     into.remember(base_url, model, kind, entry[kind], entry.get(f"{kind}_because", "carried"))
 
 
-def _user_home() -> Path | None:
+def person_home() -> Path | None:
     """The person's ARTOO_HOME (None when unusable: the eval then negotiates afresh, never fails on it)."""
     from artoo.config.settings import load_settings
 
@@ -261,7 +261,7 @@ async def artoo_eval(suite: str, limit: int | None, brain: str, strategies: list
     """The eval as one flow run: every task of every strategy as subflows; totals and chart as artifacts."""
     options = EvalOptions(Path(suite), limit, brain, tuple(strategies), seed, mistakes,
                           Path(save) if save else None, rates, recovery, _progress, sequence_mode, dream_every)
-    user_home = _user_home() if brain == "endpoint" else None
+    user_home = person_home() if brain == "endpoint" else None
     scratch = Path(tempfile.mkdtemp(prefix="artoo-eval-"))
     base = scratch / "root"
     loaded = load_suite(Path(suite), base)
