@@ -84,20 +84,23 @@ def ran(exit_code: int | None, output: str = "", timed_out: bool = False, wrote:
     return Ran(command="cmd", exit_code=exit_code, output=output, timed_out=timed_out, wrote=wrote)
 
 
-@pytest.mark.parametrize("after, before, status", [
-    (ran(0), None, "met"),
-    (ran(0), ran(1), "met"),
-    (ran(0), ran(0), "judge"),  # passes on the folder as it was too: it cannot tell the work from no work
-    (ran(1, "differ"), None, "unmet"),
-    (ran(3), None, "unmet"),
-    (ran(2, "syntax error"), None, "broken"),
-    (ran(126), None, "broken"),
-    (ran(127), None, "broken"),
-    (ran(137), None, "broken"),
-    (ran(None, timed_out=True), None, "broken"),
+@pytest.mark.parametrize("after, before, reference, status", [
+    (ran(0), None, None, "met"),
+    (ran(0), ran(1), None, "met"),
+    (ran(0), ran(0), None, "judge"),  # passes on the folder as it was too: it cannot tell the work from no work
+    (ran(1, "differ"), None, None, "unmet"),
+    (ran(1, "differ"), None, ran(0), "unmet"),  # the reference run's result passes it: the work is wrong
+    (ran(1, "differ"), None, ran(1), "broken"),  # fails on the reference's result too: the test is suspect
+    (ran(3), None, None, "unmet"),
+    (ran(2, "syntax error"), None, None, "broken"),
+    (ran(2, "grep: out.txt: No such file or directory"), None, None, "unmet"),
+    (ran(126), None, None, "broken"),
+    (ran(127), None, None, "broken"),
+    (ran(137), None, None, "broken"),
+    (ran(None, timed_out=True), None, None, "broken"),
 ])
-def test_from_predicate(after, before, status):
-    outcome = from_predicate("crit", after, before)
+def test_from_predicate(after, before, reference, status):
+    outcome = from_predicate("crit", after, before, reference)
     assert outcome.status == status
     verdict = verdict_of(outcome)
     assert (verdict is None) is (status in ("judge", "broken"))
