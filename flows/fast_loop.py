@@ -26,9 +26,8 @@ from artoo.tasks.checks.decide import verdict_of
 from artoo.tasks.checks.evaluate import existed_before
 from artoo.tasks.decisions.log import SCOPE
 from artoo.tasks.roles import agent_validator as r4a
-from artoo.tasks.roles import grounding
 from artoo.tasks.roles.runtime import RunDeps, get_runtime
-from artoo.tasks.roles.task import REJUDGED, checks_task, execute_task, note_grounded, validate_task
+from artoo.tasks.roles.task import REJUDGED, checks_task, execute_task, grounded_answer, validate_task
 from artoo.tasks.tools import Blocks, ToolBox
 from artoo.tasks.tools.found import absent_names, named_files_now
 
@@ -123,20 +122,18 @@ def _mode(subtask: SubTask, criterion: str) -> str:
 async def _grounded_verdicts(runtime_id: str, deps: RunDeps, subtask: SubTask, result: ExecutionResult,
                              attempt: int, answer: AgentVerdict, found: list[str],
                              absent: list[str], notes: dict[str, str]) -> tuple[AgentVerdict, list[CriterionVerdict]]:
-    """R4a's answer and its verdicts after code's grounding; when code turned a pass, R4a is asked once more
-    with code's reasons (``llm.rejudge_ungrounded``), and that answer, grounded the same way, is final."""
+    """R4a's answer and its verdicts after code's grounding (``grounded_answer``)."""
+    existed = existed_before(r4a.named_files(subtask), deps.workspace, get_runtime(runtime_id).record.before)
+
     def ground(given: AgentVerdict) -> tuple[list[CriterionVerdict], list[str]]:
         return r4a.grounded(r4a.verdicts_for(subtask, given), result, found, absent=absent,
                             subject=r4a.subject_files(subtask), existed=existed)
-    existed = existed_before(r4a.named_files(subtask), deps.workspace, get_runtime(runtime_id).record.before)
-    verdicts, turned = ground(answer)
-    note_grounded(deps, "R4a", verdicts, turned, subtask_id=subtask.subtask_id, attempt=attempt)
-    if turned and deps.settings.llm.rejudge_ungrounded:
-        answer = await validate_task(runtime_id, subtask, result, attempt, found, notes=notes,
-                                     objection=grounding.objection(verdicts, turned, found), suffix=REJUDGED)
-        verdicts, turned = ground(answer)
-        note_grounded(deps, "R4a", verdicts, turned, subtask_id=subtask.subtask_id, attempt=attempt, rejudged=True)
-    return answer, verdicts
+
+    async def reask(objection: str) -> AgentVerdict:
+        return await validate_task(runtime_id, subtask, result, attempt, found, notes=notes, objection=objection,
+                                   suffix=REJUDGED)
+    return await grounded_answer(deps, "R4a", answer, ground, reask, found, subtask_id=subtask.subtask_id,
+                                 attempt=attempt)
 
 
 def _finish(deps: RunDeps, subtask: SubTask, result: ExecutionResult | None, trajectory: list[GapPoint], attempt: int,

@@ -37,15 +37,15 @@ from artoo.tasks.llm import TOOLS_SCHEMA
 from artoo.tasks.plan import rules as plan_rules
 from artoo.tasks.plan.inputs import RoundInputs, plan_messages, round_inputs, shown
 from artoo.tasks.roles import agent_validator as r4a
-from artoo.tasks.roles import executor, grounding
+from artoo.tasks.roles import executor
 from artoo.tasks.roles import meta_validator as r4b
 from artoo.tasks.roles.prompting import as_text
 from artoo.tasks.roles.runtime import RunDeps, Runtime, get_runtime
 from artoo.tasks.roles.task import (
     REJUDGED,
     checks_task,
+    grounded_answer,
     meta_validate_task,
-    note_grounded,
     plan_task,
     publish_r4b,
 )
@@ -160,19 +160,18 @@ async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | Rep
 
 async def _grounded(runtime_id: str, deps: RunDeps, round_no: int, answer: TaskVerdict,
                     judged: tuple) -> tuple[TaskVerdict, list]:
-    """R4b's answer and its verdicts after code's grounding; a pass code turned is logged and kept in the decision
-    log beside R4b's own answer, and R4b is asked once more with code's reasons (``llm.rejudge_ungrounded``):
-    that answer, grounded the same way, is final.  ``judged``: manifest, outcomes, kept, found, absent, notes."""
+    """R4b's answer and its verdicts after code's grounding (``grounded_answer``).  ``judged``: manifest, outcomes,
+    kept, found, absent, notes."""
     manifest, outcomes, kept, found, absent, notes = judged
     existed = existed_before(r4b.named_files(manifest), deps.workspace, get_runtime(runtime_id).record.before)
-    verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent, existed)
-    note_grounded(deps, "R4b", verdicts, turned, round=round_no)
-    if turned and deps.settings.llm.rejudge_ungrounded:
-        answer = await meta_validate_task(runtime_id, manifest, outcomes, kept, found, notes=notes,
-                                          objection=grounding.objection(verdicts, turned, found), suffix=REJUDGED)
-        verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent, existed)
-        note_grounded(deps, "R4b", verdicts, turned, round=round_no, rejudged=True)
-    return answer, verdicts
+
+    def ground(given: TaskVerdict) -> tuple[list, list[str]]:
+        return r4b.grounded(r4b.task_verdicts(manifest, given), outcomes, kept, found, absent, existed)
+
+    async def reask(objection: str) -> TaskVerdict:
+        return await meta_validate_task(runtime_id, manifest, outcomes, kept, found, notes=notes, objection=objection,
+                                        suffix=REJUDGED)
+    return await grounded_answer(deps, "R4b", answer, ground, reask, found, round=round_no)
 
 
 def _mode(manifest: DispatchManifest, criterion: str) -> str:

@@ -9,6 +9,7 @@ product surface: they are what a person reads in the run graph.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from prefect import task
@@ -32,7 +33,7 @@ from artoo.config.errors import ArtooError
 from artoo.config.protocol import AgentVerdict, PlanAnswer, TaskVerdict
 from artoo.tasks.checks.decide import CheckOutcome
 from artoo.tasks.checks.evaluate import check_criteria
-from artoo.tasks.roles import agent_validator, executor, meta_validator, perceiver, planner
+from artoo.tasks.roles import agent_validator, executor, grounding, meta_validator, perceiver, planner
 from artoo.tasks.roles.runtime import RunDeps, Runtime, get_runtime
 from artoo.tasks.tools.found import named_files_now
 
@@ -185,6 +186,20 @@ async def checks_task(runtime_id: str, criteria: list[Criterion], label: str, be
 
 REJUDGED = " · re-asked"
 """The suffix of a validator's task run asked once more after code turned its passes (the UI names it)."""
+
+
+async def grounded_answer(deps: RunDeps, role: str, answer: Any, ground: Callable[[Any], tuple[list, list[str]]],
+                          reask: Callable[[str], Awaitable[Any]], found: list[str], **where: Any) -> tuple[Any, list]:
+    """A validator's answer and its verdicts after code's grounding, for R4a and R4b alike: a pass code turned is
+    logged beside the answer, and the validator is asked once more with code's reasons (``llm.rejudge_ungrounded``,
+    ``reask``); that answer, grounded the same way, is final.  ``ground``: answer → (verdicts, criteria turned)."""
+    verdicts, turned = ground(answer)
+    note_grounded(deps, role, verdicts, turned, **where)
+    if turned and deps.settings.llm.rejudge_ungrounded:
+        answer = await reask(grounding.objection(verdicts, turned, found))
+        verdicts, turned = ground(answer)
+        note_grounded(deps, role, verdicts, turned, rejudged=True, **where)
+    return answer, verdicts
 
 
 def note_grounded(deps: RunDeps, role: str, verdicts: list, turned: list[str], **where: Any) -> None:
