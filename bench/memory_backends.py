@@ -1,6 +1,6 @@
 """Many writers, one memory: PostgreSQL (artoo's shared store) and DuckLake, measured side by side.
 
-Why this exists: issue #18 asks to choose the multi-writer memory by measurement.  The two
+Why this exists: the multi-writer memory is chosen by measurement, not by taste.  The two
 candidates run the same workload here, each in its own process: single-writer durable
 writes (the GGS writes one Megram at a time), three processes writing the *same* ids at once
 (exactly-once under concurrency), and point potentials queries on one pair.
@@ -39,7 +39,7 @@ _MK = """SELECT coalesce(sum(abs(f) * w), 0.0), coalesce(sum(sigma * f * w), 0.0
 
 def rows(n: int, prefix: str = "m") -> list[tuple]:
     """n Megram rows over 10 pairs (id, level, created_us, recalled, space, entity, content, state, f, σ, k)."""
-    return [(f"{prefix}{i}", "M", NOW_US - i * 60_000_000, None, f"tool:t{i % 10}", "env:local", f"event {i}",
+    return [(f"{prefix}{i}", "M", NOW_US - i * 60_000_000, None, f"tool:tool{i % 10}", "env:local", f"event {i}",
              "accept", 0.5 + (i % 5) / 10, 1.0 if i % 3 else -1.0, 0.05) for i in range(n)]
 
 
@@ -117,7 +117,7 @@ def measure(backend: str, pg: str, data: str) -> dict:
         con = _lake(pg, data)
         total, distinct = con.execute("SELECT count(*), count(DISTINCT id) FROM lake.megrams").fetchone()
         mk = _MK.format(at=NOW_US, table="lake.megrams", space="?", entity="?")
-        query = lambda: con.execute(mk, ["tool:t3", "env:local"]).fetchone()  # noqa: E731
+        query = lambda: con.execute(mk, ["tool:tool3", "env:local"]).fetchone()  # noqa: E731
         files = len(glob.glob(os.path.join(data, "**", "*.parquet"), recursive=True))
     else:
         import psycopg
@@ -127,14 +127,14 @@ def measure(backend: str, pg: str, data: str) -> dict:
         with psycopg.connect(libpq_url(pg)) as raw:
             total, distinct = raw.execute("SELECT count(*), count(DISTINCT id) FROM megrams").fetchone()
         store = PostgresMemoryStore(pg)
-        query = lambda: store.query_mk("tool:t3", "env:local")  # noqa: E731
+        query = lambda: store.query_mk("tool:tool3", "env:local")  # noqa: E731
         files = 0
     query()
     latencies = []
     for _ in range(QUERIES):
-        t0 = time.perf_counter()
+        begin = time.perf_counter()
         query()
-        latencies.append((time.perf_counter() - t0) * 1000)
+        latencies.append((time.perf_counter() - begin) * 1000)
     return {"backend": backend, "writes_per_s": WRITES / write_s,
             "concurrent_writes_per_s": CONCURRENT * WRITES / concurrent_s,
             "rows": total, "distinct_ids": distinct, "expected_ids": 2 * WRITES,

@@ -1,7 +1,7 @@
 """Figures, targets and tables: how every benchmark reports, so the JSON and the tables agree.
 
-A :class:`Figure` is one number with the target it is held to (or ``None`` when the issue
-sets no target: reported, not judged) and whether it met it.  A :class:`Section` is one
+A :class:`Figure` is one number with the target it is held to (or ``None`` when none
+is set: reported, not judged) and whether it met it.  A :class:`Section` is one
 benchmark: its figures, a rich table of its candidates side by side, and free-form
 details for the JSON document.
 """

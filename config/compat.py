@@ -173,11 +173,11 @@ class FixedRunName:
 def named(flow: Any, name: str) -> Any:
     """``flow`` whose next runs are named ``name`` (a shallow copy; ``flow`` is unchanged).
 
-    Public API only (#27): Prefect creates the run and renames it to ``name`` in a second write, as it
-    does for any flow with a ``flow_run_name``; ``artoo bench --only flow_runs`` measures what that
-    costs per subflow.  ``Flow.with_options(flow_run_name=…)`` would rebuild the flow, its parameter
-    schema included (≈ 15 ms of CPU per call on this machine); a copy with the one public attribute
-    changed costs microseconds.
+    Public API only, so a Prefect upgrade cannot break it: Prefect creates the run and renames it to
+    ``name`` in a second write, as it does for any flow with a ``flow_run_name``; ``artoo bench --only
+    flow_runs`` measures what that costs per subflow.  ``Flow.with_options(flow_run_name=…)`` would
+    rebuild the flow, its parameter schema included (≈ 15 ms of CPU per call on this machine); a copy
+    with the one public attribute changed costs microseconds.
     """
     import copy
 

@@ -32,14 +32,20 @@ from artoo.config.contract_base import (  # noqa: F401 — re-exported: the cont
 )
 from artoo.config.memory_contracts import Potentials, SOPRecord  # noqa: F401 — re-exported
 
+REFERENCE_CRITERION = "the folder ends as an independent run of the request leaves it"
+"""The task criterion a plan's reference run stands for: verifiable, decided by comparing change sets."""
+
 
 class Criterion(Contract):
-    """One checkable assertion with its v0.9 mode."""
+    """One checkable assertion with its v0.9 mode and the check code runs to decide it."""
 
     criterion: str
     """The assertion, in words a validator can check."""
     mode: CriterionMode = "verifiable"
     """verifiable: a tool result proves it; plausible: judged, weighted by k/N in D."""
+    check: str = ""
+    """A shell command code runs to decide it, written with the plan: a read-only test (exit 0 = met), or a
+    command that does the work, whose changes are compared with the executor's; empty when there is none."""
 
 
 class Constraints(Contract):
@@ -98,6 +104,9 @@ class DispatchManifest(Contract):
     """UUIDs of the dispatched subtasks."""
     task_criteria: list[Criterion] = Field(default_factory=list)
     """Assertions about the combined output of all subtasks."""
+    reference: str = ""
+    """R2's independent command for the whole request: run on a copy of the folder as it was before the task,
+    its changes are compared with the task's; empty when the plan gave none."""
 
 
 class ToolCall(Contract):
@@ -149,6 +158,8 @@ class CriterionVerdict(Contract):
     """The tool output or fact the verdict rests on."""
     mode: CriterionMode = "verifiable"
     """Copied from the plan's criterion by code; weights D."""
+    by: Literal["check", "model"] = "model"
+    """Who decided it: a check code ran (no model can overrule it), or a model's judgement."""
 
 
 class CorrectionSignal(Contract):

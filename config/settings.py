@@ -96,6 +96,18 @@ class ToolParams(BaseModel):
     shell_file_mb: int = Field(1024, description="Largest file one shell command may write (MB).")
 
 
+class CheckParams(BaseModel):
+    """Checks that code runs: a criterion with a check is decided by the check's outcome, never by a model."""
+
+    enabled: bool = Field(True, description="Run the plan's checks and reference run (off: every criterion is "
+                          "judged by the model, as before checks existed).")
+    timeout_s: float = Field(10.0, gt=0, description="Wall-clock timeout of one check; a check that times out is "
+                             "broken (a plan defect) and its criterion is judged by the model.")
+    snapshot_max_mb: int = Field(64, ge=0, description="Largest folder (MB) copied before the task for reference "
+                                 "runs; a larger folder has no reference runs (their criteria are judged).")
+    snapshot_max_files: int = Field(5000, ge=0, description="Most entries copied before the task for reference runs.")
+
+
 class AblationParams(BaseModel):
     """Switches that turn one part of the correction loop off, to measure what it is worth (artoo eval)."""
 
@@ -175,8 +187,8 @@ class LLMParams(BaseModel):
     rejudge_ungrounded: bool = Field(
         True, description="When code turns a validator's pass to a fail because its evidence rests on a claim "
         "(tasks/roles/grounding.py), ask that validator once more with code's reasons before the verdict stands. "
-        "A small model cites the executor's sentence over a file that is right (t12 of #25: R4b quoted 'the total "
-        "number of lines is written to totals.md' while totals.md held the counts): one more call, not a retry "
+        "A small model cites the executor's sentence over a file that is right (R4b quoted 'the total number of "
+        "lines is written to totals.md' while totals.md held the counts): one more call, not a retry "
         "of the work. The second answer is grounded by the same rules and is final.")
     brain_timeout_s: float | None = Field(
         None, gt=0, description="Seconds one brain-tier request (R1, R2, R4b, the Dreamer) may take. Unset: "
@@ -214,6 +226,8 @@ class Settings(BaseSettings):
     ggs: GGSParams = Field(default_factory=GGSParams, description="GGS loss hyperparameters.")
     memory: MemoryParams = Field(default_factory=MemoryParams, description="MKCT memory thresholds.")
     tools: ToolParams = Field(default_factory=ToolParams, description="Executor tool limits.")
+    checks: CheckParams = Field(default_factory=CheckParams,
+                                description="Checks that code runs to decide verifiable criteria.")
     ablation: AblationParams = Field(default_factory=AblationParams,
                                      description="Ablation switches for measuring the correction loop.")
     server: ServerParams = Field(default_factory=ServerParams, description="artoo's own Prefect server.")

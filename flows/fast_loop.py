@@ -22,11 +22,13 @@ from artoo.config.contracts import (
 )
 from artoo.config.errors import RunFailure
 from artoo.config.protocol import AgentVerdict
+from artoo.tasks.checks.decide import verdict_of
+from artoo.tasks.checks.evaluate import existed_before
 from artoo.tasks.decisions.log import SCOPE
 from artoo.tasks.roles import agent_validator as r4a
 from artoo.tasks.roles import grounding
 from artoo.tasks.roles.runtime import RunDeps, get_runtime
-from artoo.tasks.roles.task import REJUDGED, execute_task, note_grounded, validate_task
+from artoo.tasks.roles.task import REJUDGED, checks_task, execute_task, note_grounded, validate_task
 from artoo.tasks.tools import Blocks, ToolBox
 from artoo.tasks.tools.found import absent_names, named_files_now
 
@@ -67,18 +69,28 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
             reason = "; ".join(f"[LAW1] denied: {d.command} ({d.reason})" for d in denials)
             run.record.law1_events.extend(f"denied: {d.command}" for d in denials)
             return _finish(deps, subtask, result, trajectory, attempt, reason, "environmental", logger, kind="denied")
-        names = r4a.named_files(subtask)
-        found = named_files_now(names, deps.workspace) if deps.workspace else []
-        try:
-            answer = await validate_task(runtime_id, subtask, result, attempt, found)
-        except RunFailure as exc:
-            return _finish(deps, subtask, result, trajectory, attempt, f"validator: {exc}", exc.failure_class, logger)
-        absent = absent_names(names, deps.workspace) if deps.workspace else []
-        try:
-            answer, verdicts = await _grounded_verdicts(runtime_id, deps, subtask, result, attempt, answer,
-                                                        found, absent)
-        except RunFailure as exc:
-            return _finish(deps, subtask, result, trajectory, attempt, f"validator: {exc}", exc.failure_class, logger)
+        checked = [c for c in subtask.success_criteria if c.check.strip()]
+        outcomes = await checks_task(runtime_id, checked, f"attempt {attempt}", before_of=subtask.subtask_id,
+                                     printed=[*run.record.printed, result.output]) if checked else []
+        decided = {o.criterion: v for o in outcomes if (v := verdict_of(o, _mode(subtask, o.criterion)))}
+        pending = [c for c in subtask.success_criteria if c.criterion not in decided]
+        if pending or not subtask.success_criteria:  # the model judges only what no check decided
+            judged = subtask.model_copy(update={"success_criteria": pending})
+            names = r4a.named_files(judged)
+            found = named_files_now(names, deps.workspace) if deps.workspace else []
+            notes = {o.criterion: o.note() for o in outcomes if o.criterion not in decided}
+            try:
+                answer = await validate_task(runtime_id, judged, result, attempt, found, notes=notes)
+                absent = absent_names(names, deps.workspace) if deps.workspace else []
+                answer, judged_verdicts = await _grounded_verdicts(runtime_id, deps, judged, result, attempt,
+                                                                   answer, found, absent, notes)
+            except RunFailure as exc:
+                return _finish(deps, subtask, result, trajectory, attempt, f"validator: {exc}", exc.failure_class,
+                               logger)
+        else:
+            logger.info("every criterion of attempt %d was decided by a check: no validator call", attempt)
+            answer, judged_verdicts = AgentVerdict(verdicts=[], what_was_wrong=None, what_to_do=None), []
+        verdicts = r4a.in_plan_order(subtask, decided, judged_verdicts)
         trajectory.append(r4a.gap_point(attempt, verdicts))
         if result.status == "failed":  # R4a classified the evidence; a failed executor is never retried
             failure_class = trajectory[-1].failure_class or "logical"
@@ -104,19 +116,23 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
     raise AssertionError("unreachable: the attempt loop always returns")
 
 
+def _mode(subtask: SubTask, criterion: str) -> str:
+    return next((c.mode for c in subtask.success_criteria if c.criterion == criterion), "verifiable")
+
+
 async def _grounded_verdicts(runtime_id: str, deps: RunDeps, subtask: SubTask, result: ExecutionResult,
                              attempt: int, answer: AgentVerdict, found: list[str],
-                             absent: list[str]) -> tuple[AgentVerdict, list[CriterionVerdict]]:
+                             absent: list[str], notes: dict[str, str]) -> tuple[AgentVerdict, list[CriterionVerdict]]:
     """R4a's answer and its verdicts after code's grounding; when code turned a pass, R4a is asked once more
     with code's reasons (``llm.rejudge_ungrounded``), and that answer, grounded the same way, is final."""
     def ground(given: AgentVerdict) -> tuple[list[CriterionVerdict], list[str]]:
         return r4a.grounded(r4a.verdicts_for(subtask, given), result, found, absent=absent,
-                            subject=r4a.subject_files(subtask), printed=printed)
-    printed = list(get_runtime(runtime_id).record.printed)  # every call of the run so far, as code recorded it
+                            subject=r4a.subject_files(subtask), existed=existed)
+    existed = existed_before(r4a.named_files(subtask), deps.workspace, get_runtime(runtime_id).record.before)
     verdicts, turned = ground(answer)
     note_grounded(deps, "R4a", verdicts, turned, subtask_id=subtask.subtask_id, attempt=attempt)
     if turned and deps.settings.llm.rejudge_ungrounded:
-        answer = await validate_task(runtime_id, subtask, result, attempt, found,
+        answer = await validate_task(runtime_id, subtask, result, attempt, found, notes=notes,
                                      objection=grounding.objection(verdicts, turned, found), suffix=REJUDGED)
         verdicts, turned = ground(answer)
         note_grounded(deps, "R4a", verdicts, turned, subtask_id=subtask.subtask_id, attempt=attempt, rejudged=True)

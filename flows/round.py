@@ -31,14 +31,24 @@ from artoo.config.contracts import (
 from artoo.config.errors import PlanRejected, RunFailure
 from artoo.config.protocol import PlanAnswer, TaskVerdict
 from artoo.flows.fast_loop import subtask_flow, subtask_run_name
+from artoo.tasks.checks.decide import verdict_of
+from artoo.tasks.checks.evaluate import existed_before, take_snapshot
 from artoo.tasks.llm import TOOLS_SCHEMA
 from artoo.tasks.plan import rules as plan_rules
 from artoo.tasks.plan.inputs import RoundInputs, plan_messages, round_inputs, shown
 from artoo.tasks.roles import agent_validator as r4a
 from artoo.tasks.roles import executor, grounding
 from artoo.tasks.roles import meta_validator as r4b
+from artoo.tasks.roles.prompting import as_text
 from artoo.tasks.roles.runtime import RunDeps, Runtime, get_runtime
-from artoo.tasks.roles.task import REJUDGED, meta_validate_task, note_grounded, plan_task, publish_r4b
+from artoo.tasks.roles.task import (
+    REJUDGED,
+    checks_task,
+    meta_validate_task,
+    note_grounded,
+    plan_task,
+    publish_r4b,
+)
 from artoo.tasks.tools.found import absent_names, named_files_now
 from artoo.tasks.tools.specs import specs_for
 
@@ -117,18 +127,30 @@ async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | Rep
     merged = r4b.merge_outputs(outcomes, kept)
     verdicts, summary = None, ""
     if r4b.needs_llm(outcomes):  # this round's outcomes only: kept results never make a failed round matched
-        names = r4b.named_files(manifest)
-        found = named_files_now(names, deps.workspace) if deps.workspace else []
-        try:
-            answer = await meta_validate_task(runtime_id, manifest, outcomes, merged, kept, found)
-            absent = absent_names(names, deps.workspace) if deps.workspace else []
-            answer, verdicts = await _grounded(runtime_id, deps, round_no, answer,
-                                               (manifest, outcomes, merged, kept, found, absent))
-            summary = answer.summary
-        except RunFailure as exc:  # no verdict is not an accept: every task criterion fails with the cause
-            logger.error("R4b could not judge the task criteria: %s", exc)
-            verdicts = r4b.unjudged(manifest, str(exc), exc.failure_class)
-            summary = f"the meta-validator could not judge: {exc}"
+        checked = [c for c in manifest.task_criteria if c.check.strip()]
+        printed = [*run.record.printed, *(as_text(o.output) for o in outcomes)]
+        checks = await checks_task(runtime_id, checked, f"round {round_no}", printed=printed) if checked else []
+        decided = {o.criterion: v for o in checks if (v := verdict_of(o, _mode(manifest, o.criterion)))}
+        pending = manifest.model_copy(update={"task_criteria": [c for c in manifest.task_criteria
+                                                                if c.criterion not in decided]})
+        verdicts, summary = [], r4b.checked_summary(list(decided.values()))
+        if pending.task_criteria:  # the model judges only what no check decided
+            names = r4b.named_files(pending)
+            found = named_files_now(names, deps.workspace) if deps.workspace else []
+            notes = {o.criterion: o.note() for o in checks if o.criterion not in decided}
+            try:
+                answer = await meta_validate_task(runtime_id, pending, outcomes, kept, found, notes=notes)
+                absent = absent_names(names, deps.workspace) if deps.workspace else []
+                answer, verdicts = await _grounded(runtime_id, deps, round_no, answer,
+                                                   (pending, outcomes, kept, found, absent, notes))
+                summary = answer.summary
+            except RunFailure as exc:  # no verdict is not an accept: every task criterion fails with the cause
+                logger.error("R4b could not judge the task criteria: %s", exc)
+                verdicts = r4b.unjudged(pending, str(exc), exc.failure_class)
+                summary = f"the meta-validator could not judge: {exc}"
+        else:
+            logger.info("R4b: every task criterion was decided by a check, so no LLM call")
+        verdicts = r4b.in_plan_order(manifest, decided, verdicts)
     else:
         logger.info("R4b: a subtask failed, so no LLM call; replan requested")
     message = r4b.decide(spec.task_id, manifest, outcomes, merged, verdicts, summary)
@@ -140,17 +162,21 @@ async def _grounded(runtime_id: str, deps: RunDeps, round_no: int, answer: TaskV
                     judged: tuple) -> tuple[TaskVerdict, list]:
     """R4b's answer and its verdicts after code's grounding; a pass code turned is logged and kept in the decision
     log beside R4b's own answer, and R4b is asked once more with code's reasons (``llm.rejudge_ungrounded``):
-    that answer, grounded the same way, is final.  ``judged``: manifest, outcomes, merged, kept, found, absent."""
-    manifest, outcomes, merged, kept, found, absent = judged
-    printed = list(get_runtime(runtime_id).record.printed)
-    verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent, printed)
+    that answer, grounded the same way, is final.  ``judged``: manifest, outcomes, kept, found, absent, notes."""
+    manifest, outcomes, kept, found, absent, notes = judged
+    existed = existed_before(r4b.named_files(manifest), deps.workspace, get_runtime(runtime_id).record.before)
+    verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent, existed)
     note_grounded(deps, "R4b", verdicts, turned, round=round_no)
     if turned and deps.settings.llm.rejudge_ungrounded:
-        answer = await meta_validate_task(runtime_id, manifest, outcomes, merged, kept, found,
+        answer = await meta_validate_task(runtime_id, manifest, outcomes, kept, found, notes=notes,
                                           objection=grounding.objection(verdicts, turned, found), suffix=REJUDGED)
-        verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent, printed)
+        verdicts, turned = r4b.grounded(r4b.task_verdicts(manifest, answer), outcomes, kept, found, absent, existed)
         note_grounded(deps, "R4b", verdicts, turned, round=round_no, rejudged=True)
     return answer, verdicts
+
+
+def _mode(manifest: DispatchManifest, criterion: str) -> str:
+    return next((c.mode for c in manifest.task_criteria if c.criterion == criterion), "verifiable")
 
 
 def _announce(run: Runtime, spec: TaskSpec, inputs: RoundInputs, round_no: int = 1) -> None:
@@ -225,11 +251,16 @@ async def _run_groups(runtime_id: str, deps: RunDeps, round_no: int, groups: lis
     """Run sequence groups in order, each group's subtasks concurrently."""
     outcomes: list[SubTaskOutcome] = []
     index = 0
+    record = get_runtime(runtime_id).record
     for position, group in enumerate(groups):
         if any(o.status == "failed" for o in outcomes):
             skipped = [st for g in groups[position:] for st in g]
             outcomes.extend(_not_run(deps, st) for st in skipped)
             break
+        if (position or round_no > 1) and record.confined is not None and any(
+                c.check.strip() for st in group for c in st.success_criteria):  # its checks start from here
+            before = await take_snapshot(deps.workspace, record.confined)
+            record.snapshots.update({st.subtask_id: before for st in group})
         runs = []
         for st in group:
             index += 1

@@ -37,6 +37,7 @@ from artoo.config.settings import Settings, load_settings
 from artoo.flows.law1 import make_gate, resolve_mode
 from artoo.flows.round import RoundBrief, round_flow, round_run_name, send_plan_early
 from artoo.tasks.bus.events import Bus
+from artoo.tasks.checks.evaluate import confined_from, take_snapshot
 from artoo.tasks.decisions.log import DecisionLog, in_scope
 from artoo.tasks.ggs.controller import GGSController
 from artoo.tasks.ggs.task import artifact_key, ggs_task
@@ -48,6 +49,8 @@ from artoo.tasks.roles.runtime import RunDeps, RunRecord, Runtime, drop, registe
 from artoo.tasks.roles.session import append_history, history_for
 from artoo.tasks.roles.task import failure_report_task, perceive_task
 
+DEFECTS = "Checks of the last plan that could not run (write each as a command that runs here):\n"
+"""How the planner is told, on the next round, which of its checks were broken."""
 READER_KEEP_S = 600.0
 """The memory reader stays open across rounds (closed with the store at the run's end, or when a writer waits)."""
 
@@ -96,6 +99,10 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
     runtime_id = register(runtime)
     deps, record = runtime.deps, runtime.record  # the medium loop swaps only the bus (with_bus)
     started = time.monotonic()
+    record.confined = confined_from(settings)
+    record.before = await take_snapshot(ws, record.confined)  # where the plan's reference run starts
+    if record.before.note:
+        get_run_logger().warning("%s", record.before.note)
     own_audit = _OwnAudit() if _deployment_run() else None
     try:
         with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):  # subflows: no heartbeat
@@ -112,6 +119,8 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
         deps.decisions.write("end", error=f"{type(exc).__name__}: {exc}", cost=cost_report(deps.llm.records))
         raise
     finally:
+        for snapshot in {id(s): s for s in [record.before, *record.snapshots.values()] if s is not None}.values():
+            snapshot.close()
         await _flush_writes(deps)
         if own_audit is not None:
             await own_audit.finish()
@@ -214,6 +223,10 @@ async def _medium_loop(runtime_id: str, run: Runtime, request: str, history: lis
             break
         directive = None if retry else decision.directive
         prior_summary, kept, evidence = ("", [], "") if retry else _carried(message, kept, round_no)
+        if record.check_defects:  # a plan defect is the planner's to mend, whatever the strategy
+            defects = DEFECTS + "\n".join(f"- {d}" for d in record.check_defects)
+            evidence = "\n\n".join(filter(None, [evidence, defects]))
+            record.check_defects.clear()
         round_no += 1
     final = decision.final
     if final.directive == "abandon":  # spec v0.9: one R2 call reports what was achieved and what to try

@@ -18,7 +18,7 @@ from artoo.config.settings import MemoryParams
 
 @runtime_checkable
 class MemoryService(Protocol):
-    """What the roles, the flows, the Dreamer flow and the CLI use of a memory store (#27).
+    """What the roles, the flows, the Dreamer flow and the CLI use of a memory store, typed for either backend.
 
     Both backends implement it; a method one of them lacks would fail only where it is called
     (the PostgreSQL store once had no ``recent`` nor ``query_c_prefix``, so every calibration on a

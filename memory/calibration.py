@@ -39,8 +39,8 @@ class Calibration(BaseModel):
     must_not_targets: set[str] = Field(
         default_factory=set, description="Inputs no tool may be given at all (blocked for reading or every access).")
     must_not_access: set[tuple[str, str]] = Field(
-        default_factory=set, description="(target, access) blocked for one access only: write, execute or delete "
-        "(#26); the target may still be read.")
+        default_factory=set, description="(target, access) blocked for one access only: write, execute or delete; "
+        "the target may still be read, so a refused write does not stop a changed copy.")
     must_not_pairs: set[tuple[str, str, str]] = Field(
         default_factory=set, description="(tool, target, access) from memory: that tool must not use that target "
         "that way (``all``: any way).")

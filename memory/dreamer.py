@@ -14,7 +14,7 @@ The rules are pure functions below; ``dream`` applies them to the whole store.
   ≤ −3 → a Constraint: a new C Megram (k = 0, σ = ±1) distilled by an injected callable
   (memory never imports the LLM layer), recording the evidence ids in ``derived_from``;
   a pair is consolidated again only when it has M/K evidence no C rule covers.
-* SOPs by code (issue #26) — when one intent pair holds ≥ ``sop_min_successes``
+* SOPs by code — when one intent pair holds ≥ ``sop_min_successes``
   successful episodes (accept/success) with the same method that no rule was distilled
   from, and no C rule of the pair prescribes that method yet, an SOP is written in code
   (``artoo.memory.sops``: no LLM, so it runs with no endpoint too): a C Megram (k = 0,

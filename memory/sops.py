@@ -1,4 +1,4 @@
-"""SOPs made by code from repeated successes (issue #26): what worked, said so the next plan can copy it.
+"""SOPs made by code from repeated successes: what worked, said so the next plan can copy it.
 
 Why code and not an LLM: an SOP here only restates a fact memory already holds — the same
 intent succeeded N times with the same method — so distilling it needs no judgement, costs

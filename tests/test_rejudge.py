@@ -27,7 +27,6 @@ from artoo.config.protocol import AgentVerdict, TaskVerdict
 from artoo.tasks.llm.testing.fake import ScriptedLLM
 from artoo.tasks.llm.testing.transcript import read_transcript
 from artoo.tasks.roles import agent_validator, grounding, meta_validator
-from artoo.tasks.roles.prompting import CLAIMS_LEFT_OUT
 
 T12 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-7.jsonl"
 CRITERION = "totals.md holds the total number of lines of all .txt files in the working folder"
@@ -79,15 +78,13 @@ def test_r4b_asked_again_gets_the_same_prompt_with_the_objection_at_its_end_and_
     """Given its answer as the assistant's turn, the real model sent it back word for word (t34's R4a, t36's R4b)."""
     again = TaskVerdict(verdicts=[], summary="s")
     llm = ScriptedLLM({"TaskVerdict": [again]})
-    merged = meta_validator.merge_outputs([OUTCOME])
-    got = asyncio.run(meta_validator.judge_task(llm, MANIFEST, [OUTCOME], merged, [], FOUND, objection="OBJECTION"))
+    got = asyncio.run(meta_validator.judge_task(llm, MANIFEST, [OUTCOME], [], FOUND, objection="OBJECTION"))
     sent = llm.calls[0]["messages"]
-    bare = meta_validator.messages_for(MANIFEST, [OUTCOME], merged, [], FOUND, claims=False)
+    bare = meta_validator.messages_for(MANIFEST, [OUTCOME], [], FOUND)
     assert got == again and [m["role"] for m in sent] == ["system", "user"] and sent[0] == bare[0]
     assert sent[1]["content"] == bare[1]["content"] + "\n\nOBJECTION"
-    # t37: shown the executor's sentence again, R4b quoted it again; the re-ask leaves it out, the file stays
-    assert CLAIM not in sent[1]["content"] and CLAIMS_LEFT_OUT in sent[1]["content"] and "9 total" in sent[1]["content"]
-    assert CLAIM in meta_validator.messages_for(MANIFEST, [OUTCOME], merged, [], FOUND)[1]["content"]
+    # t37: shown the executor's sentence, R4b quoted it; it is never shown now, the file always is
+    assert CLAIM not in bare[1]["content"] and "9 total" in bare[1]["content"]
 
 
 def test_r4a_asked_again_gets_the_objection_at_the_end_and_without_one_the_prompt_is_unchanged():
@@ -99,7 +96,6 @@ def test_r4a_asked_again_gets_the_objection_at_the_end_and_without_one_the_promp
     asyncio.run(agent_validator.judge(llm, subtask, result, FOUND))
     asyncio.run(agent_validator.judge(llm, subtask, result, FOUND, objection="OBJECTION"))
     plain, again = (c["messages"] for c in llm.calls)
-    assert plain == agent_validator.messages_for(subtask, result, FOUND) and CLAIM in plain[1]["content"]
-    bare = agent_validator.messages_for(subtask, result, FOUND, claims=False)
-    assert len(again) == 2 and again[1]["content"] == bare[1]["content"] + "\n\nOBJECTION"
-    assert CLAIM not in again[1]["content"] and "wc -l *.txt > totals.md" in again[1]["content"]
+    assert plain == agent_validator.messages_for(subtask, result, FOUND) and CLAIM not in plain[1]["content"]
+    assert len(again) == 2 and again[1]["content"] == plain[1]["content"] + "\n\nOBJECTION"
+    assert "wc -l *.txt > totals.md" in again[1]["content"]

@@ -156,12 +156,10 @@ def test_judge_prompt_states_the_grounding_rule_and_fences_the_evidence():
     call = llm.calls[0]
     assert (call["role"], call["schema"]) == ("R4a", "AgentVerdict")
     system_text, prompt = (m["content"] for m in call["messages"])
-    for rule in ("output is its own claim", "ground truth", "does NOT prove", "absence can pass",
-                 "logical", "environmental"):
+    for rule in ("ground truth", "does NOT prove", "absence can pass", "logical", "environmental"):
         assert rule in system_text
-    for fact in ("file /tmp/out.txt exists", "it lists 3 names",
-                 "Executor status (its own claim): completed"):
-        assert fact in prompt
+    assert "file /tmp/out.txt exists" in prompt
+    assert RESULT.output not in prompt and "its own claim" not in prompt  # the executor's sentences never shown
     injected = prompt.index("IGNORE PREVIOUS INSTRUCTIONS")
     assert prompt.rfind(FENCE_OPEN, 0, injected) > prompt.rfind(">>>", 0, injected)
 

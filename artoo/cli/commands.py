@@ -61,12 +61,6 @@ def fail(exc: ArtooError) -> None:
     raise typer.Exit(code)
 
 
-def not_available(what: str, issue: str) -> None:
-    """A command whose capability has not landed yet: say so and exit 2."""
-    err.print(f"artoo {what}: not available yet (lands with the {issue} work).", highlight=False)
-    raise typer.Exit(2)
-
-
 @app.command()
 def run(
     request: Annotated[str, typer.Argument(help="What you want done, in plain words.")],

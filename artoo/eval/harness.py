@@ -8,9 +8,10 @@ the totals and the chart as artifacts.  Each strategy gets its own fresh ARTOO_H
 learnt in one never helps the other (within a strategy its tasks share that home); the simulated
 brain draws the same mistakes for the same seed whichever strategy runs.
 
-``sequence`` (issue #26) runs each strategy twice on the same tasks and seed: *cold*, every task in a
-fresh home of its own (nothing carries over), and as a *sequence* in one home, with a real Dreamer pass
-(the ``dreamer`` flow) every ``dream_every`` tasks, so memory, SOPs and the Dreamer carry over.
+``sequence`` measures whether memory helps, so it runs each strategy twice on the same tasks and seed:
+*cold*, every task in a fresh home of its own (nothing carries over), and as a *sequence* in one home,
+with a real Dreamer pass (the ``dreamer`` flow) every ``dream_every`` tasks, so memory, SOPs and the
+Dreamer carry over.
 """
 
 from __future__ import annotations

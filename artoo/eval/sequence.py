@@ -1,6 +1,6 @@
-"""Memory over a task sequence (issue #26): what each planner was served, what its plan did with it, and
-the figures that set a sequence (one ARTOO_HOME, memory and the Dreamer carrying over) beside the same
-tasks run cold (a fresh home per task).
+"""Memory over a task sequence, to measure whether it makes the next task better: what each planner
+was served, what its plan did with it, and the figures that set a sequence (one ARTOO_HOME, memory
+and the Dreamer carrying over) beside the same tasks run cold (a fresh home per task).
 
 Pure: decision-log records and report rows in, figures out.  The served lines come from the round's
 ``memory`` record (flows/round.py writes it when memory calibrated the round: memory's own MUST NOT,

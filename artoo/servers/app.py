@@ -2,7 +2,7 @@
 
 Why its own module: both servers build the same app (Prefect's server app behind a Retry-After on
 every 503, SQLite writes that queue instead of deadlocking, an exit when the parent process is gone)
-from the same defaults; kept in either server's module, each imported the other (#27: the
+from the same defaults; kept in either server's module, each would import the other (an
 ``embedded`` ↔ ``lingering`` import circle).  ``python -m uvicorn --factory
 artoo.servers.app:create_app`` is what the embedded server runs.
 """

@@ -2,7 +2,7 @@
 
 Why: the server's log is where Prefect's background services (the scheduler, the late-runs marker, the
 event persister…) report their failures, and nobody reads it: a scheduler that failed on every loop once
-left every schedule dead (issue #19).  ``ServerLogWatcher`` follows the log and says each distinct
+left every schedule dead and no one noticed.  ``ServerLogWatcher`` follows the log and says each distinct
 failure in one line that points at the full log; ``artoo server``, the embedded server and the lingering
 one all use it, and ``last_error`` names why a server that would not start failed.
 """

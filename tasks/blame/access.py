@@ -1,4 +1,4 @@
-"""How a tool call uses each of its targets, and which access a failure refused (#26).
+"""How a tool call uses each of its targets, and which access a failure refused.
 
 Why: before this, a target blamed for an environmental failure was blocked for every use.
 A write refused on the user's read-only ``data.csv`` then stopped the next round from even
@@ -147,7 +147,7 @@ def _normalised(target: str, workspace: str | Path) -> str:
 
 
 def blocked_by_target(items: Iterable[BlockedTarget | str], workspace: str | Path) -> dict[str, set[str]]:
-    """Normalised target → the accesses blocked (a bare string: every access, as before #26)."""
+    """Normalised target → the accesses blocked (a bare string, from before accesses were told apart: every access)."""
     found: dict[str, set[str]] = {}
     for item in map(BlockedTarget.of, items):
         if item.target.strip():

@@ -330,10 +330,10 @@ def blamed_tools(outcomes: Iterable[SubTaskOutcome], logical_only: bool = False,
     (change_approach).  A tool that just did its job for another subtask of the same round
     (read_file reading the user's data.csv) is not the wrong approach: blocking it would
     take the working step away from the next plan too.  ``worked_before``: the tools a subtask
-    of an earlier round of the task matched with, spared for the same reason.  In t17 of #25 the
-    1.5B model's round-1 step counted with ``glob`` and ``shell`` and matched; its round-2 step ran
-    the same ``wc -l *.txt`` but never wrote totals.md, and change_approach blocked ``glob`` and
-    ``shell``: round 3 was left read_file and write_file to count lines with.
+    of an earlier round of the task matched with, spared for the same reason: a small model's
+    round-1 step counted with ``glob`` and ``shell`` and matched, its round-2 step ran the same
+    ``wc -l *.txt`` but never wrote the file, and blocking ``glob`` and ``shell`` then would leave
+    round 3 only read_file and write_file to count lines with.
     """
     outcomes = list(outcomes)
     failed = [o for o in outcomes if outcome_kind(o) == "failed"]

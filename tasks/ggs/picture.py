@@ -14,8 +14,8 @@ from html import escape
 
 WIDTH, HEIGHT = 720, 340
 LEFT, RIGHT, TOP, BOTTOM = 56, 120, 36, 72
-SERIES = (("L", "L", "#111827", 3.0, ""), ("P", "P", "#ea580c", 2.0, ""), ("D", "D", "#2563eb", 2.0, "7 5"),
-          ("Omega", "Ω", "#16a34a", 2.0, ""))
+SERIES = (("L", "L", "rgb(17,24,39)", 3.0, ""), ("P", "P", "rgb(234,88,12)", 2.0, ""),
+          ("D", "D", "rgb(37,99,235)", 2.0, "7 5"), ("Omega", "Ω", "rgb(22,163,74)", 2.0, ""))
 """(trajectory key, label, colour, stroke width, dash): D is dashed so it shows where it overlaps P."""
 
 

@@ -34,7 +34,8 @@ class RoundInputs:
     """The GGS's blocked tools and memory's."""
     must_not_targets: set[str]
     """The GGS's blocked targets and memory's that may not be used at all (blocked for reading or every access);
-    one blocked only for writing, executing or deleting is the toolbox's to refuse, per call (#26)."""
+    one blocked only for writing, executing or deleting is the toolbox's to refuse, per call, since plan
+    text cannot say how a step will use it."""
     pairs: list[tuple[str, str, str]]
     """Memory's (tool, target, access) pairs: that tool on that target, that way, only."""
     block: str
@@ -65,7 +66,7 @@ def shown(settings: Settings, inputs: RoundInputs, directive: PlanDirective | No
     if settings.ablation.planner_sees_blocked_targets:
         one_way = {f"{b.target} ({b.access} refused: other uses of it are fine)"
                    for b in (directive.blocked_targets if directive else []) if not b.any_use}
-        return inputs.block, directive, inputs.must_not_targets | one_way  # the MUST NOT set R2 reads (#26)
+        return inputs.block, directive, inputs.must_not_targets | one_way  # the MUST NOT set R2 reads
     # debug: hide one channel; still enforced by validate_plan and by the toolbox, only the prompt loses them
     block = "\n".join(line for line in inputs.block.splitlines()
                       if not any(t in line for t in inputs.must_not_targets))

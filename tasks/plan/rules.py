@@ -15,9 +15,18 @@ from collections.abc import Iterable
 from itertools import groupby
 from pathlib import Path
 
-from artoo.config.contracts import ANY_USE, Criterion, DispatchManifest, SubTask, SubTaskOutcome, ToolCall
+from artoo.config.contracts import (
+    ANY_USE,
+    REFERENCE_CRITERION,
+    Criterion,
+    DispatchManifest,
+    SubTask,
+    SubTaskOutcome,
+    ToolCall,
+)
 from artoo.config.protocol import PlanAnswer, PlannedSubTask
 from artoo.tasks.blame.failure import looks_like_path, normalise, text_targets
+from artoo.tasks.checks.contradict import contradictions
 from artoo.tasks.roles.prompting import as_text, cap, criterion_key, fence_untrusted, file_names
 
 MAX_SUBTASKS = 20
@@ -65,7 +74,7 @@ def validate_plan(plan: PlanAnswer, must_not_tools: set[str], must_not_targets: 
     ``must_not_pairs`` (memory's (tool, target) restrictions) break a subtask only when it
     declares that tool *and* names that target; the tool elsewhere, or the target with
     another tool, is fine.  A pair (tool, target, access) blamed for writing, executing or deleting
-    only is the toolbox's to refuse at call time (#26): plan text cannot say how a step will use a
+    only is the toolbox's to refuse at call time: plan text cannot say how a step will use a
     file it names, and reading it is allowed.
     """
     if not plan.subtasks:
@@ -79,11 +88,22 @@ def validate_plan(plan: PlanAnswer, must_not_tools: set[str], must_not_targets: 
                     for pair in must_not_pairs if pair[0].strip() and pair[1].strip() and _any_use(pair)})
     for n, sub in enumerate(plan.subtasks, 1):
         problems += _subtask_problems(n, sub, tools, targets, workspace, pairs)
-    return problems
+    return problems + contradicting_checks(plan)
+
+
+def contradicting_checks(plan: PlanAnswer) -> list[str]:
+    """Checks that no folder can meet together: within one subtask's criteria, and among the task criteria with
+    the last step's (all hold at the end); an earlier step's state may differ from the end's, so steps apart are
+    not compared."""
+    last = max((s.sequence for s in plan.subtasks), default=0)
+    ending = [c for s in plan.subtasks if s.sequence == last for c in s.success_criteria]
+    found = [p for s in plan.subtasks for p in contradictions(s.success_criteria)]
+    found += contradictions([*plan.task_criteria, *ending])
+    return list(dict.fromkeys(found))
 
 
 def _any_use(pair: tuple[str, ...]) -> bool:
-    """A pair whose every use is refused: (tool, target) as before #26, or blamed for ``all`` or ``read``."""
+    """A pair whose every use is refused: an old (tool, target) with no access, or one blamed for all or read."""
     return len(pair) < 3 or pair[2] in ANY_USE
 
 
@@ -170,7 +190,7 @@ def with_request(plan: PlanAnswer, request: str) -> tuple[PlanAnswer, list[str]]
 
     Why: Qwen2.5-Coder-1.5B planned "count the lines of every .txt file … and write the totals to
     totals.md" as one subtask, "Find all .txt files in the working folder and count their lines", with
-    the criterion "totals.md … holds the total number of lines" (#25, t21 and t30): the request's "write
+    the criterion "totals.md … holds the total number of lines", more than once: the request's "write
     the totals" reached the executor in no words, and it wrote the grand total.  A single subtask is the
     whole task, so the request cannot lead it beyond its step; in a plan of several, each step would be
     drawn to do all of it, so those are left as planned.  Pure; the plan and a note, or the plan unchanged.
@@ -212,16 +232,24 @@ def dispatch(plan: PlanAnswer, task_id: str, round_no: int) -> tuple[DispatchMan
     if round_no < 1:
         raise ValueError(f"round numbers start at 1, got {round_no}")
     ordered = sorted(normalise_sequences(plan).subtasks, key=lambda s: s.sequence)
+    whole = reference_criteria(plan) if len(ordered) == 1 else []  # one step is the whole request: checked by it
     groups = []
     for _, members in groupby(ordered, key=lambda s: s.sequence):
         groups.append([SubTask(subtask_id=str(uuid.uuid4()), parent_task_id=task_id, intent=s.intent,
                                context=s.context, sequence=s.sequence,
-                               success_criteria=[c.model_copy() for c in s.success_criteria])
+                               success_criteria=[*(c.model_copy() for c in s.success_criteria), *whole])
                        for s in members])
     manifest = DispatchManifest(task_id=task_id, round=round_no,
                                 subtask_ids=[s.subtask_id for g in groups for s in g],
-                                task_criteria=[c.model_copy() for c in plan.task_criteria])
+                                task_criteria=[c.model_copy() for c in plan.task_criteria] + reference_criteria(plan),
+                                reference=plan.reference.strip())
     return manifest, groups
+
+
+def reference_criteria(plan: PlanAnswer) -> list[Criterion]:
+    """The task criterion the plan's reference run decides (none when the plan wrote no reference)."""
+    command = plan.reference.strip()
+    return [Criterion(criterion=REFERENCE_CRITERION, mode="verifiable", check=command)] if command else []
 
 
 def recorded_calls(calls: list[ToolCall], limit: int = EARLIER_CALLS_CHARS) -> str:
@@ -229,7 +257,7 @@ def recorded_calls(calls: list[ToolCall], limit: int = EARLIER_CALLS_CHARS) -> s
 
     Why: a small model's answer describes its work instead of holding it.  Qwen2.5-Coder-1.5B ran
     ``wc -l *.txt`` in step 1 and answered "the count … is recorded in line_counts.txt"; step 2, shown
-    only that sentence, globbed ``*.txt`` until its attempts ran out (#25, t16; t10 and t14 alike).
+    only that sentence, globbed ``*.txt`` until its attempts ran out, and did so in several runs.
     The printed counts are what step 2 needs, and code, not the model, has them.
     """
     lines = []

@@ -24,7 +24,6 @@ from artoo.config.contracts import (
 from artoo.config.protocol import AgentVerdict
 from artoo.tasks.roles import grounding
 from artoo.tasks.roles.prompting import (
-    CLAIMS_LEFT_OUT,
     align_verdicts,
     cap,
     fence_untrusted,
@@ -44,9 +43,8 @@ NO_CRITERIA = "the subtask has checkable success criteria"
 
 ROLE = """Role R4a, Agent-Validator. Judge ONE executor attempt against each success criterion.
 Evidence grounding rule:
-- The executor's output is its own claim. The tool calls, recorded by code, are the ground truth.
-- If the output claims success but the primary tool call shows an error, an interruption or truncation
-  without a completion signal, that is a contradiction: fail the criterion.
+- The tool calls, recorded by code, are the ground truth. If the primary tool call shows an error, an
+  interruption or truncation without a completion signal, fail the criterion.
 - A check after a failed primary action (ls, find, stat) does NOT prove the action succeeded.
 - Empty results from a search that really ran are a valid answer: absence can pass a criterion.
 - No tool call supporting a verifiable criterion means it fails.
@@ -70,9 +68,12 @@ def named_files(subtask: SubTask) -> list[str]:
 
 
 def messages_for(subtask: SubTask, result: ExecutionResult, found: list[str] | None = None,
-                 claims: bool = True) -> list[dict]:
-    """R4a's prompt: the criteria, the executor's status, its claim and its evidence (all fenced);
-    ``found``: the named files as code read them after the attempt (tasks/tools/found.py)."""
+                 notes: dict[str, str] | None = None) -> list[dict]:
+    """R4a's prompt: the criteria (with what a check found under any it could not decide), the tool calls code
+    recorded and the named files as code read them after the attempt (tasks/tools/found.py), all fenced.
+
+    The executor's own sentences are never shown: a small judge quotes them back as evidence, so the evidence
+    it sees is only what code recorded."""
     calls = "\n".join(result.tool_calls) or "(no tool was called)"
     files = (["Files the criteria name, as they are now (read by code after the attempt, ground truth):\n"
               + fence_untrusted("files now", "\n\n".join(found))] if found else [])
@@ -80,10 +81,7 @@ def messages_for(subtask: SubTask, result: ExecutionResult, found: list[str] | N
         f"Subtask intent: {subtask.intent}",
         "Subtask context:\n"
         + fence_untrusted("subtask context", cap(subtask.context or "(none)", CONTEXT_CHARS)),
-        f"Success criteria:\n{numbered(subtask.success_criteria)}",
-        f"Executor status (its own claim): {result.status}",
-        "Executor output (a claim):\n" + (fence_untrusted("executor output", result.output or "(empty)") if claims
-                                          else CLAIMS_LEFT_OUT),
+        f"Success criteria:\n{numbered(subtask.success_criteria, notes)}",
         f"Tool calls recorded by code ({len(result.tool_calls)}), the ground truth:\n"
         + fence_untrusted("tool calls", calls),
         *files,
@@ -92,10 +90,10 @@ def messages_for(subtask: SubTask, result: ExecutionResult, found: list[str] | N
 
 
 async def judge(llm, subtask: SubTask, result: ExecutionResult, found: list[str] | None = None,
-                objection: str | None = None) -> AgentVerdict:
+                objection: str | None = None, notes: dict[str, str] | None = None) -> AgentVerdict:
     """Ask the tool-tier model for per-criterion verdicts on one attempt (schema ``AgentVerdict``);
     with ``objection``, once more after code turned a pass (``grounding.objection``)."""
-    messages = objected(messages_for(subtask, result, found, claims=not objection), objection)
+    messages = objected(messages_for(subtask, result, found, notes), objection)
     return await llm.structured("R4a", "AgentVerdict", messages)
 
 
@@ -111,6 +109,18 @@ def verdicts_for(subtask: SubTask, answer: AgentVerdict) -> list[CriterionVerdic
     return align_verdicts(subtask.success_criteria, answer.verdicts)
 
 
+def in_plan_order(subtask: SubTask, decided: dict[str, CriterionVerdict],
+                  judged: list[CriterionVerdict]) -> list[CriterionVerdict]:
+    """One verdict per planned criterion in the plan's order: a check's where one decided, else the judge's
+    (a criterion without either fails: silence is not a pass)."""
+    if not subtask.success_criteria:
+        return list(judged)
+    by_text = {v.criterion: v for v in judged}
+    return [decided.get(c.criterion) or by_text.get(c.criterion) or CriterionVerdict(
+        criterion=c.criterion, verdict="fail", failure_class="logical", evidence="no verdict", mode=c.mode)
+        for c in subtask.success_criteria]
+
+
 def subject_files(subtask: SubTask) -> list[str]:
     """The files the subtask's intent names: what its criteria are about when they name none."""
     return file_paths(subtask.intent)
@@ -118,24 +128,13 @@ def subject_files(subtask: SubTask) -> list[str]:
 
 def grounded(verdicts: list[CriterionVerdict], result: ExecutionResult, found: list[str] | None = None,
              *, absent: list[str] = (), subject: list[str] = (),
-             printed: list[str] = ()) -> tuple[list[CriterionVerdict], list[str]]:
-    """Verdicts with each pass that rests on the executor's word alone turned to a fail, and the criteria
-    turned (the rules: ``grounding.why_ungrounded``).
-
-    The cases, each from a real run of #25: **no tool call** behind a pass on a file (t3: "totals.md
-    exists" answered without a tool, passed, never written); **the evidence is the claim** (t10: R4a
-    quoted the executor's "totals.md exists and holds the total" over a file holding a wrong total);
-    **the file is not there** (``absent``: named, missing after the attempt, named by no tool call).
-    ``subject``: the files the intent names, so a criterion that names none is still about them (t14:
-    "the total number of lines is calculated correctly" passed on the executor's sentence in a step
-    whose intent was to write totals.md, and nothing was written).  ``printed``: what the run's earlier tool
-    calls printed, as code recorded them (``RunRecord.printed``): a count found there was printed by a tool.
-    """
-    def why(v: CriterionVerdict) -> str | None:
-        return grounding.why_ungrounded(v.criterion, v.evidence or "", calls=result.tool_calls,
-                                        claim=result.output, found=list(found or []), absent=list(absent),
-                                        subject=list(subject), earlier=list(printed))
-    return grounding.overrule(verdicts, why)
+             existed: set[str] | None = None) -> tuple[list[CriterionVerdict], list[str]]:
+    """Verdicts with each model pass that rests on a claim alone turned to a fail, and the criteria turned (the
+    rules: ``grounding.RULES``).  ``subject``: the files the intent names, so a criterion that names none is still
+    about them; ``existed``: the named files that were there before the task (None: unknown)."""
+    facts = grounding.Facts(calls=list(result.tool_calls), claim=result.output, found=list(found or []),
+                            absent=list(absent), subject=list(subject), existed=existed)
+    return grounding.overrule(verdicts, lambda v: grounding.why_ungrounded(v.criterion, v.evidence or "", facts))
 
 
 def dominant_class(verdicts: list[CriterionVerdict]) -> FailureClass | None:

@@ -18,7 +18,7 @@ import json
 import os
 import re
 
-from artoo.config.contracts import CorrectionSignal, ExecutionResult, SubTask, ToolCall
+from artoo.config.contracts import REFERENCE_CRITERION, CorrectionSignal, ExecutionResult, SubTask, ToolCall
 from artoo.tasks.roles.prompting import cap, fence_untrusted, file_names, numbered, system, user, working_folder
 
 CALL_OUTPUT_CHARS = 1500
@@ -68,11 +68,19 @@ def _correction_block(correction: CorrectionSignal) -> str:
     ])
 
 
+def shown_criteria(subtask: SubTask) -> str:
+    """The criteria as the executor sees them: each with the check code will run, as tests are shown before the
+    code; the plan's reference run is left out (an executor that copied it would no longer be checked by an
+    independent run)."""
+    own = [c for c in subtask.success_criteria if c.criterion != REFERENCE_CRITERION]
+    return numbered(own, {c.criterion: f"code checks it with: {c.check.strip()}" for c in own if c.check.strip()})
+
+
 def messages_for(subtask: SubTask, correction: CorrectionSignal | None, workspace: str = "") -> list[dict]:
     """R3's opening prompt: intent, the working folder, context, criteria, and on retry the CorrectionSignal."""
     parts = [f"Subtask intent: {subtask.intent}", *([working_folder(workspace)] if workspace else []),
              f"Context:\n{subtask.context.strip() or '(none)'}",
-             f"Success criteria the result will be checked against:\n{numbered(subtask.success_criteria)}"]
+             f"Success criteria the result will be checked against:\n{shown_criteria(subtask)}"]
     if correction is not None:
         parts.append(_correction_block(correction))
     return [system(ROLE), user("\n\n".join(parts))]
@@ -100,7 +108,7 @@ def with_checklist(messages: list[dict], subtask: SubTask, files: list[str] | No
         return messages
     now = "".join(f"\n- {line}" for line in files or [])
     create = REDIRECT if any(": does not exist" in line for line in files or []) else ""
-    reminder = (f"\n\nThis subtask is checked against:\n{numbered(subtask.success_criteria)}\n"
+    reminder = (f"\n\nThis subtask is checked against:\n{shown_criteria(subtask)}\n"
                 + (f"The files these name, as they are now:{now}\nCreate or fix any the criteria need. {create}"
                    if now else "")
                 + "If the tool results so far already meet these, call no more tools: answer with the final "

@@ -28,7 +28,6 @@ from artoo.config.contracts import (
 from artoo.config.protocol import TaskVerdict
 from artoo.tasks.roles import grounding
 from artoo.tasks.roles.prompting import (
-    CLAIMS_LEFT_OUT,
     align_verdicts,
     as_text,
     cap,
@@ -41,16 +40,13 @@ from artoo.tasks.roles.prompting import (
     user,
 )
 
-MERGED_CHARS = 8000
-"""Characters of the merged output shown to the model."""
 EVIDENCE_CHARS = 1500
 """Characters of one subtask's tool evidence shown to the model."""
 KEPT_HEADING = "Results validated in earlier rounds (kept, not redone this round)"
 """The heading of the prompt section that shows the kept results."""
 
 ROLE = """Role R4b, Meta-Validator. Decide whether the COMBINED result meets every task criterion.
-- Judge each task criterion against the merged output and the recorded tool evidence; the merged output
-  is what the executors produced, so trust the tool evidence over any claim in it.
+- Judge each task criterion against the recorded tool evidence and the files as code read them.
 - Accept a criterion only when the evidence clearly shows it. When the evidence is ambiguous, fail it:
   the default is REJECT. The task is accepted only when ALL task criteria pass.
 - For every criterion: the criterion text copied exactly, verdict pass or fail, the evidence, and when
@@ -59,8 +55,7 @@ ROLE = """Role R4b, Meta-Validator. Decide whether the COMBINED result meets eve
   combined result: judge the task criteria on them together with this round's.
 - "Files the task criteria name, as they are now" was read by code after the round: it is ground truth for
   whether a file exists and what it holds. A file that does not exist there fails its criterion. For a
-  criterion about a file, the evidence is a line of what that file holds there, never a sentence of the
-  merged output (code fails a pass that quotes the executors' sentence).
+  criterion about a file, the evidence is a line of what that file holds there.
 - summary: one honest paragraph for the user on what was achieved and what is missing."""
 """R4b's role text.  The file-evidence line: in t17, t19 and t21 of #25 Qwen2.5-Coder-1.5B passed "totals.md
 holds …" quoting the executor's sentence with the file as code read it in front of it; code failed each
@@ -135,11 +130,10 @@ def _calls(outcome: SubTaskOutcome) -> str:
 
 
 def _kept_block(kept: list[KeptResult]) -> str:
-    """Each kept result: its round and intent, its validated result and its tool evidence."""
+    """Each kept result: its round and intent and its tool evidence (never its executor's own sentence)."""
     return "\n\n".join(
         f"[validated in round {k.round}] {k.outcome.intent or k.outcome.subtask_id}\n"
-        f"result: {cap(as_text(k.outcome.output), EVIDENCE_CHARS)}\ntool evidence:\n{_calls(k.outcome)}"
-        for k in kept)
+        f"tool evidence:\n{_calls(k.outcome)}" for k in kept)
 
 
 def named_files(manifest: DispatchManifest) -> list[str]:
@@ -147,16 +141,16 @@ def named_files(manifest: DispatchManifest) -> list[str]:
     return [n for c in manifest.task_criteria for n in file_paths(c.criterion)]
 
 
-def messages_for(manifest: DispatchManifest, outcomes: list[SubTaskOutcome], merged: dict,
-                 kept: list[KeptResult] = (), found: list[str] = (), claims: bool = True) -> list[dict]:
-    """R4b's prompt: the task criteria, the merged output, each subtask's evidence, the results earlier
-    rounds validated that this round did not redo, and ``found`` (the named files as code read them after
-    the round), fenced; ``claims`` off leaves the merged output (the executors' words) out (``CLAIMS_LEFT_OUT``)."""
+def messages_for(manifest: DispatchManifest, outcomes: list[SubTaskOutcome], kept: list[KeptResult] = (),
+                 found: list[str] = (), notes: dict[str, str] | None = None) -> list[dict]:
+    """R4b's prompt: the task criteria (with what a check found under any it could not decide), each subtask's
+    tool evidence, the results earlier rounds validated that this round did not redo, and ``found`` (the named
+    files as code read them after the round), fenced.
+
+    The merged output (the executors' own sentences) is never shown: a small judge quotes it back as evidence."""
     evidence = "\n\n".join(f"[{o.status}] {o.intent or o.subtask_id}\n" + _calls(o) for o in outcomes)
     sections = [
-        f"Task criteria (about the combined output):\n{numbered(manifest.task_criteria)}",
-        "Merged output:\n" + (fence_untrusted("merged output", cap(as_text(merged), MERGED_CHARS)) if claims
-                               else CLAIMS_LEFT_OUT),
+        f"Task criteria (about the combined output):\n{numbered(manifest.task_criteria, notes)}",
         "Tool evidence per subtask, recorded by code:\n" + fence_untrusted("subtask evidence", evidence),
     ]
     earlier = carried(outcomes, list(kept))
@@ -169,12 +163,32 @@ def messages_for(manifest: DispatchManifest, outcomes: list[SubTaskOutcome], mer
 
 
 async def judge_task(llm, manifest: DispatchManifest, outcomes: list[SubTaskOutcome],
-                     merged: dict, kept: list[KeptResult] = (), found: list[str] = (),
-                     objection: str | None = None) -> TaskVerdict:
+                     kept: list[KeptResult] = (), found: list[str] = (),
+                     objection: str | None = None, notes: dict[str, str] | None = None) -> TaskVerdict:
     """Ask the brain model for task-criteria verdicts (role R4b, schema ``TaskVerdict``); with ``objection``,
     once more after code turned a pass (``grounding.objection``)."""
-    messages = objected(messages_for(manifest, outcomes, merged, kept, found, claims=not objection), objection)
+    messages = objected(messages_for(manifest, outcomes, kept, found, notes), objection)
     return await llm.structured("R4b", "TaskVerdict", messages)
+
+
+def in_plan_order(manifest: DispatchManifest, decided: dict[str, CriterionVerdict],
+                  judged: list[CriterionVerdict]) -> list[CriterionVerdict]:
+    """One verdict per task criterion in the plan's order: a check's where one decided, else the judge's
+    (a criterion without either fails: ambiguity rejects)."""
+    by_text = {v.criterion: v for v in judged}
+    return [decided.get(c.criterion) or by_text.get(c.criterion) or CriterionVerdict(
+        criterion=c.criterion, verdict="fail", failure_class="logical", evidence="no verdict", mode=c.mode)
+        for c in manifest.task_criteria]
+
+
+def checked_summary(verdicts: list[CriterionVerdict]) -> str:
+    """The round's account when checks decided every task criterion and no model was asked."""
+    met = sum(v.verdict == "pass" for v in verdicts)
+    failed = [f"{v.criterion} ({v.evidence.splitlines()[0] if v.evidence else 'unmet'})"
+              for v in verdicts if v.verdict == "fail"]
+    if not failed:
+        return f"Every task criterion was met, each decided by a check code ran ({met} of {len(verdicts)})."
+    return f"Checks code ran: {met} of {len(verdicts)} task criteria met; unmet: " + "; ".join(failed)
 
 
 def task_verdicts(manifest: DispatchManifest, answer: TaskVerdict) -> list[CriterionVerdict]:
@@ -184,25 +198,15 @@ def task_verdicts(manifest: DispatchManifest, answer: TaskVerdict) -> list[Crite
 
 def grounded(verdicts: list[CriterionVerdict], outcomes: list[SubTaskOutcome], kept: list[KeptResult] = (),
              found: list[str] = (), absent: list[str] = (),
-             printed: list[str] = ()) -> tuple[list[CriterionVerdict], list[str]]:
-    """Task verdicts with each pass on a file that rests on a claim alone turned to a fail, and the
-    criteria turned (the rules R4a's passes meet: ``grounding.why_ungrounded``).
-
-    Why: run t14 of #25 exited 0 with no totals.md.  R4b passed "totals.md holds the total number of
-    lines …" quoting a step's sentence ("the total number of lines is calculated correctly"); no tool
-    call had written or read totals.md, and code would have found it absent.  The ground is every tool
-    call of this round's outcomes and of the kept results, and the files as code read them; the claim is
-    what their executors said; ``printed``: every tool call of the run, in order (``RunRecord.printed``: who
-    wrote a file last, and what the tools printed, across attempts and rounds).
-    """
+             existed: set[str] | None = None) -> tuple[list[CriterionVerdict], list[str]]:
+    """Task verdicts with each model pass on a file that rests on a claim alone turned to a fail, and the criteria
+    turned (the rules R4a's passes meet: ``grounding.RULES``).  The ground is every tool call of this round's
+    outcomes and of the kept results, and the files as code read them; the claim is what their executors said."""
     shown = [*outcomes, *(k.outcome for k in carried(list(outcomes), list(kept)))]
-    calls = [c for o in shown for c in o.tool_calls]
-    claim = "\n".join(as_text(o.output) for o in shown)
-
-    def why(v: CriterionVerdict) -> str | None:
-        return grounding.why_ungrounded(v.criterion, v.evidence or "", calls=calls, claim=claim,
-                                        found=list(found), absent=list(absent), earlier=list(printed))
-    return grounding.overrule(verdicts, why)
+    facts = grounding.Facts(calls=[c for o in shown for c in o.tool_calls],
+                            claim="\n".join(as_text(o.output) for o in shown), found=list(found),
+                            absent=list(absent), existed=existed)
+    return grounding.overrule(verdicts, lambda v: grounding.why_ungrounded(v.criterion, v.evidence or "", facts))
 
 
 def unjudged(manifest: DispatchManifest, cause: str, failure_class: str) -> list[CriterionVerdict]:

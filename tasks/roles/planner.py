@@ -30,12 +30,14 @@ TOOLS = """Tools the executor has, in priority order (it picks the highest appli
 
 EXAMPLE = """Example, for another task ("put the name of the largest .log file here into big.txt"): one command
 does it, so the plan is one subtask:
-{"task_criteria": [{"criterion": "big.txt holds the name of the largest .log file", "mode": "verifiable"}],
+{"reference": "ls -S *.log | head -n 1 > big.txt",
+ "task_criteria": [{"criterion": "big.txt holds the name of the largest .log file", "mode": "verifiable",
+                    "check": "test -s big.txt"}],
  "subtasks": [{"sequence": 1,
    "intent": "Find the largest .log file in the working folder and write its name to big.txt",
    "context": "The .log files are in the working folder; big.txt is new, in the same folder",
    "success_criteria": [{"criterion": "big.txt exists and holds the name of the largest .log file",
-                         "mode": "verifiable"}],
+                         "mode": "verifiable", "check": "test -s big.txt"}],
    "tools": ["shell"]}]}"""
 """A worked plan.  Why: Qwen2.5-Coder-1.5B split "count the lines … and write the totals to totals.md" into
 "find and count" and "write totals.md" (#25, runs t7 and t8); the first step's executor answered with a
@@ -58,6 +60,9 @@ ROLE = f"""Role R2, Planner. Turn the task into a plan for executor agents.
 {TOOLS}
 
 Rules:
+- reference: first, ONE bash command that does the whole request in the working folder, as you would type it.
+  Code runs it on a throwaway copy of the folder and compares what it changes with what the executors change;
+  the executors never see it. Empty only when no command can do the request.
 - task_criteria: assertions about the COMBINED output of all subtasks, checkable from that output.
 {KEEP_WORDS}
 - Each subtask: an intent, a context with everything the executor needs beyond the intent
@@ -65,6 +70,9 @@ Rules:
 - success_criteria: concrete, checkable assertions about that subtask's output (a file exists at a path,
   a count is a number, a list names N items) — never a restatement of the intent.
   mode "verifiable" when a tool result can prove it; "plausible" when it can only be judged.
+- check: a bash test that only reads and exits 0 exactly when the criterion holds (test -d backup,
+  grep -qx 'port = 9000' app.ini, cmp a.csv backup/a.csv, sort -c names.txt); code runs it, and its exit
+  code is the verdict. Empty when no command can test it.
 - tools: the executor tools the subtask will use (names from the list above); a blocked tool must not
   appear here.
 - sequence: subtasks with the same number run in parallel; a higher number runs later and receives the

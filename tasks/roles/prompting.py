@@ -79,12 +79,6 @@ def user(content: str) -> dict:
     return {"role": "user", "content": content}
 
 
-CLAIMS_LEFT_OUT = ("(left out of this second judgement: the executors' own words are not evidence; judge from the "
-                   "tool calls and the files as code read them)")
-"""What stands where the executors' claims were, when a validator is asked once more after code turned a pass:
-shown their sentence again, Qwen2.5-Coder-1.5B quoted it again (t37 of #25, R4b), objection or not."""
-
-
 def objected(messages: list[dict], objection: str | None) -> list[dict]:
     """A validator's prompt asked again: the same prompt with code's objection at the end of its last message
     (unchanged without one).  Its own earlier answer is not shown: given it as the assistant's turn,
@@ -132,9 +126,13 @@ def file_paths(text: str) -> list[str]:
     return _FILE_PATH.findall(text)
 
 
-def numbered(criteria: list[Criterion]) -> str:
-    """Criteria as a numbered list with their mode, for a prompt."""
-    return "\n".join(f"{i}. [{c.mode}] {c.criterion}" for i, c in enumerate(criteria, 1)) or "(none)"
+def numbered(criteria: list[Criterion], notes: dict[str, str] | None = None) -> str:
+    """Criteria as a numbered list with their mode, for a prompt; ``notes`` (by criterion) go under their line:
+    what a check that could not decide a criterion found, for the judge."""
+    notes = notes or {}
+    return "\n".join(f"{i}. [{c.mode}] {c.criterion}" + (f"\n   {notes[c.criterion]}".replace("\n", "\n   ")
+                                                          if c.criterion in notes else "")
+                     for i, c in enumerate(criteria, 1)) or "(none)"
 
 
 _ENUMERATOR = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")

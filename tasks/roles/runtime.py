@@ -24,6 +24,8 @@ from artoo.tasks.bus.events import Bus
 
 if TYPE_CHECKING:  # types only: the real modules cost start-up time (the LLM client imports openai)
     from artoo.memory.backends import MemoryService
+    from artoo.tasks.checks.evaluate import Snapshot
+    from artoo.tasks.checks.run import Confined
     from artoo.tasks.decisions.log import DecisionLog
     from artoo.tasks.llm.base import LLM
     from artoo.tasks.plan.inputs import RoundInputs
@@ -115,10 +117,18 @@ class RunRecord:
     fed_back: set[str] = field(default_factory=set)
     """Ids of the SOPs already given negative feedback in this task (one piece of evidence per task)."""
     printed: list[str] = field(default_factory=list)
-    """Every tool call of the run as code recorded it (``tool: input → output``), in order: a count a later
-    step writes by hand was printed by a tool when it is found here (``grounding.unsourced``)."""
+    """Every tool call of the run as code recorded it (``tool: input → output``), in order: where a reference run
+    that answered by printing looks for its answer."""
     prepared: dict[int, RoundInputs] = field(default_factory=dict)
     """Per round number, the inputs the medium loop worked out before creating that round's subflow."""
+    confined: Confined | None = None
+    """How checks are confined here (None until the run starts: no check runs)."""
+    before: Snapshot | None = None
+    """The folder as it was before the task: what the plan's reference run starts from."""
+    snapshots: dict[str, Snapshot] = field(default_factory=dict)
+    """Per subtask id, the folder as it was before its sequence group: what its criteria's checks start from."""
+    check_defects: list[str] = field(default_factory=list)
+    """Checks of this round's plan that could not run (a plan defect): told to the planner on the next round."""
 
 
 @dataclass(frozen=True)

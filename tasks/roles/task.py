@@ -17,6 +17,7 @@ from prefect.logging import get_run_logger
 
 from artoo.config.contracts import (
     CorrectionSignal,
+    Criterion,
     DispatchManifest,
     ExecutionResult,
     FinalResult,
@@ -29,6 +30,8 @@ from artoo.config.contracts import (
 )
 from artoo.config.errors import ArtooError
 from artoo.config.protocol import AgentVerdict, PlanAnswer, TaskVerdict
+from artoo.tasks.checks.decide import CheckOutcome
+from artoo.tasks.checks.evaluate import check_criteria
 from artoo.tasks.roles import agent_validator, executor, meta_validator, perceiver, planner
 from artoo.tasks.roles.runtime import RunDeps, Runtime, get_runtime
 from artoo.tasks.tools.found import named_files_now
@@ -79,7 +82,8 @@ async def execute_task(runtime_id: str, subtask: SubTask, toolbox: Any, correcti
     started = time.perf_counter()
     denied_before = len(toolbox.law1_denials)
     result = await executor.execute(deps.llm, subtask, toolbox, correction, deps.settings.tools.max_tool_calls)
-    if len(toolbox.law1_denials) == denied_before:  # R4a judges it next (a denial ends the loop without a call)
+    checked = any(c.check.strip() for c in subtask.success_criteria)  # then R4a's prompt waits on the checks
+    if len(toolbox.law1_denials) == denied_before and not checked:  # R4a judges it next (a denial ends the loop)
         deps.llm.send_early("R4a", "AgentVerdict",
                             agent_validator.messages_for(subtask, result, _files_now(deps, subtask)))
     run.record.tool_seconds += max(0.0, time.perf_counter() - started)
@@ -100,13 +104,13 @@ def _files_now(deps: RunDeps, subtask: SubTask) -> list[str]:
 @task(name="validate", task_run_name="validate · attempt {attempt}{suffix}", **ROLE_TASK)
 async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResult, attempt: int,
                         found: list[str] | None = None, objection: str | None = None,
-                        suffix: str = "") -> AgentVerdict:
+                        suffix: str = "", notes: dict[str, str] | None = None) -> AgentVerdict:
     """R4a: score one attempt's evidence against the subtask's criteria; ``found``: the named files as the
     fast loop read them after the attempt (read here when not given); ``objection``: code's reasons against
     R4a's earlier answer, asked once more (``suffix`` names that run in the UI)."""
     deps = asking(runtime_id).deps
     found = _files_now(deps, subtask) if found is None else found
-    answer = await agent_validator.judge(deps.llm, subtask, result, found, objection)
+    answer = await agent_validator.judge(deps.llm, subtask, result, found, objection, notes)
     deps.decisions.verdict("R4a", answer, subtask_id=subtask.subtask_id, attempt=attempt,
                            **({"rejudged": True} if objection else {}))
     logger = get_run_logger()
@@ -118,16 +122,16 @@ async def validate_task(runtime_id: str, subtask: SubTask, result: ExecutionResu
 
 @task(name="R4b · meta-validate", task_run_name="R4b · meta-validate{suffix}", **ROLE_TASK)
 async def meta_validate_task(runtime_id: str, manifest: DispatchManifest, outcomes: list[SubTaskOutcome],
-                             merged: Any, kept: list[meta_validator.KeptResult] | None = None,
+                             kept: list[meta_validator.KeptResult] | None = None,
                              found: list[str] | None = None, objection: str | None = None,
-                             suffix: str = "") -> TaskVerdict:
-    """R4b: judge the task criteria against the merged output (only when every subtask matched);
+                             suffix: str = "", notes: dict[str, str] | None = None) -> TaskVerdict:
+    """R4b: judge the task criteria against the recorded evidence (only when every subtask matched);
     ``kept``: the results earlier rounds validated, shown in their own section; ``found``: the files the
     task criteria name, as code read them after the round; ``objection``: code's reasons against R4b's
     earlier answer, asked once more."""
     deps = asking(runtime_id).deps
-    answer = await meta_validator.judge_task(deps.llm, manifest, outcomes, merged, kept or [], found or [],
-                                             objection)
+    answer = await meta_validator.judge_task(deps.llm, manifest, outcomes, kept or [], found or [],
+                                             objection, notes)
     deps.decisions.verdict("R4b", answer, **({"rejudged": True} if objection else {}))
     logger = get_run_logger()
     for v in answer.verdicts:
@@ -151,6 +155,32 @@ async def failure_report_task(runtime_id: str, spec: TaskSpec, final: FinalResul
         return final
     logger.info("failure report: achieved %s; blocked by %s", report.achieved, report.blocked_by)
     return planner.with_report(final, report)
+
+
+@task(name="checks", task_run_name="checks · {label}", **ROLE_TASK)
+async def checks_task(runtime_id: str, criteria: list[Criterion], label: str, before_of: str = "",
+                      printed: list[str] | None = None) -> list[CheckOutcome]:
+    """Run the checks of ``criteria`` (a step's, after an attempt; the task's, after a round) and log each outcome.
+
+    ``before_of``: the subtask whose group's copy of the folder its checks start from ("" for the task's)."""
+    run = get_runtime(runtime_id)
+    record, deps = run.record, run.deps
+    if record.confined is None or record.before is None:
+        return []
+    before = record.snapshots.get(before_of, record.before)
+    outcomes = await check_criteria(criteria, deps.workspace, before, record.confined, printed or [],
+                                    task_before=record.before)
+    logger = get_run_logger()
+    for outcome in outcomes:
+        deps.decisions.write("check", label=label, **outcome.model_dump(mode="json", exclude={"comparison"}))
+        if outcome.status == "broken":
+            defect = f"the check of {outcome.criterion!r} could not run: `{outcome.command}`: {outcome.reason}"
+            logger.warning("plan defect: %s (the criterion is judged by the model instead)", defect)
+            if defect not in record.check_defects:
+                record.check_defects.append(defect)
+        else:
+            logger.info("%s", outcome.line())
+    return outcomes
 
 
 REJUDGED = " · re-asked"

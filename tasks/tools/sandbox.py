@@ -109,13 +109,19 @@ def limited_argv(argv: list[str], limits: Limits, hard: Mapping[int, int] | None
 
 
 def bwrap_argv(bwrap: str, workspace: Path, network: bool, hidden: tuple[Path, ...] = (),
-               seccomp_fd: int | None = None, writable: tuple[Path, ...] = ()) -> list[str]:
-    """The bubblewrap prefix: read-only root, writable workspace, private /tmp, no /run, no network unless asked."""
+               seccomp_fd: int | None = None, writable: tuple[Path, ...] = (), *, source: Path | None = None,
+               read_only: bool = False) -> list[str]:
+    """The bubblewrap prefix: read-only root, writable workspace, private /tmp, no /run, no network unless asked.
+
+    ``source`` is bound at the workspace's path instead of the workspace itself (a check runs on a copy of the
+    folder as it was, seen where the folder is, so absolute paths mean the same); ``read_only`` binds it
+    read-only (a check that must only read has every write refused by the kernel)."""
     real = os.path.realpath(workspace)
     before, after = doors.mask_args(list(hidden), workspace)
     extra = [arg for path in writable for arg in ("--bind", os.path.realpath(path), os.path.realpath(path))]
+    bound = os.path.realpath(source) if source is not None else real
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *extra, *before,
-            "--bind", real, real, *after, "--unshare-all"]
+            "--ro-bind" if read_only else "--bind", bound, real, *after, "--unshare-all"]
     if network:
         argv.append("--share-net")
     if seccomp_fd is not None:

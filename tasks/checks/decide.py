@@ -1,0 +1,156 @@
+"""What a check's run means for its criterion: met, unmet, broken (a plan defect), or a question for the judge.
+
+Why pure: these rules decide verdicts a model cannot overrule, so each is a plain function of recorded runs,
+table-tested.  The rules, each keyed on what a command did, never on the words of a criterion:
+
+- a read-only test that exits 0 meets its criterion, unless it also exits 0 on the folder as it was before the
+  work (then it cannot tell the work from no work, and the judge decides with its output);
+- one that exits 1 (or another small failure code) leaves it unmet, with its output as the reason;
+- exit 2 (bash's syntax error, ``test``'s and ``grep``'s usage error), 126/127 (not runnable, unknown program), a
+  signal or a timeout mean the check itself is broken: a defect of the plan, not of the executor's work;
+- a check that tries to write is a command that does the work: it is run on a copy of the folder as it was and
+  what it wrote is compared with what the executor left at those paths;
+- the plan's reference run is compared with the executor's whole change set; when it changed nothing, what it
+  printed must appear in what the run's tools printed or its answer said.
+
+Agreement is a verified pass; a difference in paths or kinds a plain fail; a difference in content only goes to
+the judge with both files side by side (the one question a small model answers well).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from artoo.config.contracts import CriterionMode, CriterionVerdict
+from artoo.tasks.checks import tree
+from artoo.tasks.checks.run import Ran
+
+__all__ = ["BROKEN_EXITS", "CheckOutcome", "printed_answer", "from_predicate", "from_reference", "verdict_of"]
+
+BROKEN_EXITS = frozenset({2, 126, 127})
+"""Exit codes that say the check could not test anything (syntax or usage error; not runnable; not found)."""
+SHOWN_CHARS = 600
+"""Characters of a check's output quoted in a verdict's evidence."""
+
+Status = Literal["met", "unmet", "broken", "judge"]
+
+
+class CheckOutcome(BaseModel):
+    """A criterion's check as code ran it: the outcome, and the evidence a verdict, a judge or a correction quotes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    criterion: str
+    command: str
+    status: Status
+    kind: Literal["predicate", "reference"] = "predicate"
+    """predicate: a read-only test; reference: a command that does the work, compared by its changes."""
+    reason: str
+    """One line: what code saw."""
+    evidence: str = ""
+    """The check's output, or both change sets side by side."""
+    comparison: tree.Comparison | None = None
+
+    def note(self) -> str:
+        """What a judge is told under the criterion when the check did not decide it."""
+        head = ("Its check could not run, so judge it yourself" if self.status == "broken"
+                else "Its check could not decide it alone")
+        detail = f"\n{self.evidence}" if self.evidence else ""
+        return f"{head}: `{self.command}`: {self.reason}.{detail}"
+
+    def line(self) -> str:
+        """How the decision log and the run's log say it."""
+        return f"check {self.status}: {self.criterion} · `{self.command}` · {self.reason}"
+
+
+def _shown(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 1] + "…"
+
+
+def _ended(ran: Ran) -> str:
+    return "timed out" if ran.timed_out else f"exit {ran.exit_code}"
+
+
+def broken_reason(ran: Ran) -> str | None:
+    """Why a run says nothing about the folder (None when it does)."""
+    if ran.timed_out:
+        return "the check timed out"
+    if ran.exit_code is None or ran.exit_code >= 128:
+        return f"the check was killed ({_ended(ran)})"
+    if ran.exit_code in (126, 127):
+        return f"the check could not run: exit {ran.exit_code} (a program that is missing or cannot be executed)"
+    if ran.exit_code == 2:
+        return "the check could not test anything: exit 2 (a syntax error or a bad argument)"
+    return None
+
+
+def from_predicate(criterion: str, after: Ran, before: Ran | None = None) -> CheckOutcome:
+    """A read-only test's outcome from its run on the folder now and, when kept, on the folder as it was."""
+    base = {"criterion": criterion, "command": after.command, "evidence": _shown(after.output)}
+    broken = broken_reason(after)
+    if broken:
+        return CheckOutcome(status="broken", reason=broken, **base)
+    if after.exit_code == 0:
+        if before is not None and before.exit_code == 0 and not before.wrote:
+            return CheckOutcome(status="judge", reason="it passes on the folder as it was before the work too, so "
+                                "it cannot tell the work from no work", **base)
+        return CheckOutcome(status="met", reason="exit 0", **base)
+    return CheckOutcome(status="unmet", reason=f"exit {after.exit_code}", **base)
+
+
+def from_reference(criterion: str, ran: Ran, executor: list[tree.PathChange], *, whole: bool,
+                   printed: list[str] = ()) -> CheckOutcome:
+    """A command that does the work, run on a copy of the folder as it was, against what the executor changed.
+
+    ``whole``: compare whole change sets (the plan's reference run); else only the paths the command wrote (a
+    criterion's check that writes).  ``printed``: what the run's tools printed and its answers said, for a
+    reference that changed nothing and answered by printing."""
+    base = {"criterion": criterion, "command": ran.command, "kind": "reference"}
+    broken = broken_reason(ran)
+    if broken:
+        return CheckOutcome(status="broken", reason=broken.replace("the check", "the reference run"),
+                            evidence=_shown(ran.output), **base)
+    if not ran.changes:
+        if whole and ran.output.strip():
+            return printed_answer(criterion, ran, printed)
+        return CheckOutcome(status="broken", reason="run on a copy of the folder as it was, it changed nothing"
+                            + ("" if whole else " (it wrote nowhere but where it may not)"),
+                            evidence=_shown(ran.output), **base)
+    scope = None if whole else {c.path for c in ran.changes}
+    comparison = tree.compare(ran.changes, executor, scope)
+    status: Status = {"agree": "met", "paths": "unmet", "content": "judge"}[comparison.outcome]
+    reason = {"agree": "the executor's changes agree with the reference run's",
+              "paths": "the executor's changes differ from the reference run's in which paths changed",
+              "content": "the same paths changed, but what some files hold differs"}[comparison.outcome]
+    return CheckOutcome(status=status, reason=reason, evidence=tree.side_by_side(comparison), comparison=comparison,
+                        **base)
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.split())
+
+
+def printed_answer(criterion: str, ran: Ran, printed: list[str]) -> CheckOutcome:
+    """A reference that answered by printing: met when what it printed appears in what the run printed or said."""
+    want = _folded(ran.output)
+    base = {"criterion": criterion, "command": ran.command, "kind": "reference"}
+    if any(want in _folded(text) for text in printed):
+        return CheckOutcome(status="met", reason="what the reference run printed appears in the run's output",
+                            evidence=_shown(ran.output), **base)
+    return CheckOutcome(status="judge", reason="the reference run printed an answer the run's output does not hold",
+                        evidence=f"The reference run printed:\n{_shown(ran.output)}", **base)
+
+
+def verdict_of(outcome: CheckOutcome, mode: CriterionMode = "verifiable") -> CriterionVerdict | None:
+    """The verdict a check decides (None when the judge must: a broken check, or a question of content)."""
+    if outcome.status == "met":
+        evidence = f"check `{outcome.command}`: {outcome.reason}"
+        return CriterionVerdict(criterion=outcome.criterion, verdict="pass", evidence=evidence, mode=mode, by="check")
+    if outcome.status == "unmet":
+        detail = f"\n{outcome.evidence}" if outcome.evidence else ""
+        return CriterionVerdict(criterion=outcome.criterion, verdict="fail", failure_class="logical", mode=mode,
+                                evidence=f"check `{outcome.command}`: {outcome.reason}{detail}", by="check")
+    return None

@@ -1,0 +1,127 @@
+"""Checks run for a step or a task: each criterion's command, and the plan's reference run, on their views.
+
+Why a module of its own: the fast loop (after each attempt) and the round (after the subtasks) ask the same
+question, which criteria code can decide now, and must get the same answer the same way.  A reference run
+depends only on its command and the folder as it was, so its run is kept per command and reused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+
+from artoo.config.contracts import REFERENCE_CRITERION, Criterion
+from artoo.tasks.checks import tree
+from artoo.tasks.checks.decide import CheckOutcome, from_predicate, from_reference
+from artoo.tasks.checks.run import Confined, Ran, run_confined, run_reference
+from artoo.tasks.tools import sandbox
+
+__all__ = ["Snapshot", "check_criteria", "confined_from", "existed_before", "take_snapshot"]
+
+
+class Snapshot:
+    """A copy of the folder as it was at one moment (before the task, or before a step's group), or why none."""
+
+    def __init__(self, path: Path | None, note: str = "") -> None:
+        self.path = path
+        self.note = note
+        """Why there is no copy (too large, no sandbox), for the run's log."""
+        self.references: dict[str, Ran] = {}
+        """Reference runs on this copy, by command: they depend on nothing else."""
+
+    def close(self) -> None:
+        """Remove the copy."""
+        if self.path is not None:
+            shutil.rmtree(self.path.parent, ignore_errors=True)
+            self.path = None
+
+
+def confined_from(settings: object) -> Confined:
+    """How checks are confined under ``settings`` (bubblewrap when it works here; else no check runs)."""
+    checks = settings.checks
+    binary = sandbox.find_bwrap() if checks.enabled and getattr(settings.tools, "sandbox", "auto") != "off" else None
+    return Confined(bwrap=binary, timeout_s=checks.timeout_s, hidden=(Path(settings.home).expanduser(),),
+                    max_bytes=checks.snapshot_max_mb * 1024 * 1024, max_files=checks.snapshot_max_files)
+
+
+async def take_snapshot(workspace: Path, confined: Confined) -> Snapshot:
+    """A copy of ``workspace`` now, within the bounds; a Snapshot with no path and a note when it cannot be had."""
+    if confined.bwrap is None:
+        return Snapshot(None, "checks are off or bubblewrap cannot run here: criteria are judged by the model")
+    scratch = Path(tempfile.mkdtemp(prefix="artoo-before-"))
+    try:
+        await asyncio.to_thread(tree.copy_tree, workspace, scratch / "folder", confined.max_bytes, confined.max_files)
+    except (tree.TooLarge, OSError) as exc:
+        shutil.rmtree(scratch, ignore_errors=True)
+        return Snapshot(None, f"no copy of the folder as it was ({exc}): checks that write are judged by the model")
+    return Snapshot(scratch / "folder")
+
+
+async def _executor_changes(before: Path, workspace: Path) -> list[tree.PathChange]:
+    was, now = await asyncio.gather(asyncio.to_thread(tree.state, before), asyncio.to_thread(tree.state, workspace))
+    return tree.changes(was, now)
+
+
+async def _reference(command: str, workspace: Path, before: Snapshot, confined: Confined) -> Ran:
+    if command not in before.references:
+        before.references[command] = await run_reference(command, workspace, before.path, confined)
+    return before.references[command]
+
+
+async def _one(criterion: Criterion, workspace: Path, before: Snapshot, confined: Confined,
+               printed: list[str], task_before: Snapshot) -> CheckOutcome:
+    command = criterion.check.strip()
+    if criterion.criterion == REFERENCE_CRITERION:  # the whole request: from the folder as it was before the task
+        before = task_before
+        if before.path is None:
+            return CheckOutcome(criterion=criterion.criterion, command=command, status="broken", kind="reference",
+                                reason=before.note or "no copy of the folder as it was")
+        ran = await _reference(command, workspace, before, confined)
+        return from_reference(criterion.criterion, ran, await _executor_changes(before.path, workspace), whole=True,
+                              printed=printed)
+    after = await run_confined(command, workspace, confined)
+    if after.wrote:
+        if before.path is None:
+            return CheckOutcome(criterion=criterion.criterion, command=command, status="broken", kind="reference",
+                                reason="the check writes, and " + (before.note or "no copy of the folder is kept"))
+        ran = await _reference(command, workspace, before, confined)
+        return from_reference(criterion.criterion, ran, await _executor_changes(before.path, workspace), whole=False)
+    was = None
+    if after.exit_code == 0 and before.path is not None:
+        was = await run_confined(command, workspace, confined, source=before.path)
+    return from_predicate(criterion.criterion, after, was)
+
+
+async def check_criteria(criteria: list[Criterion], workspace: Path, before: Snapshot, confined: Confined,
+                         printed: list[str] = (), task_before: Snapshot | None = None) -> list[CheckOutcome]:
+    """The outcome of every criterion that carries a check, in order (none when checks cannot run here).
+
+    ``before``: the folder as it was before the step's group (for task criteria, before the task);
+    ``task_before``: before the task, where the plan's reference run starts (default ``before``);
+    ``printed``: what the run's tools printed and its answers said (a reference that answers by printing)."""
+    if confined.bwrap is None:
+        return []
+    start = task_before or before
+    return [await _one(c, workspace, before, confined, list(printed), start) for c in criteria if c.check.strip()]
+
+
+def existed_before(names: list[str], workspace: Path, before: Snapshot | None) -> set[str] | None:
+    """Which of ``names`` (as criteria write them) existed in the folder before the task; None when no copy was
+    kept.  A name outside the folder counts as existing (no copy can tell, and absence is then not the run's)."""
+    if before is None or before.path is None:
+        return None
+    root = Path(workspace).expanduser().resolve()
+    found = set()
+    for name in names:
+        path = Path(name).expanduser()
+        path = path if path.is_absolute() else root / path
+        try:
+            rel = path.resolve().relative_to(root)
+        except ValueError:
+            found.add(name)
+            continue
+        if (before.path / rel).exists() or (before.path / rel).is_symlink():
+            found.add(name)
+    return found
