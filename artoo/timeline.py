@@ -47,6 +47,8 @@ def _render(r: dict[str, Any], full: bool) -> list[str]:
         where = (f"{INDENT}R4b's pass failed by code (Law 0, round {r.get('round')})" if r.get("role") == "R4b"
                  else f"    R4a's pass failed by code (Law 0, attempt {r.get('attempt')})")
         return [f"{where}: {v.get('criterion')}: {v.get('evidence')}" for v in r.get("verdicts") or []]
+    if kind == "check":
+        return _check(r)
     if kind == "spec_repair":
         return [f"  R1 answer repaired: {r.get('note', '')}"]
     if kind == "plan_repair":
@@ -61,6 +63,16 @@ def _render(r: dict[str, Any], full: bool) -> list[str]:
         return [f"end: {calls} LLM call(s), wall {r.get('wall_seconds', 0):.2f} s, "
                 f"tools {r.get('tool_seconds', 0):.2f} s"]
     return []
+
+
+def _check(r: dict[str, Any]) -> list[str]:
+    """A check code ran: its outcome, what it ran and why; a broken one is said as the plan's defect."""
+    depth = INDENT * (2 if str(r.get("label", "")).startswith("attempt") else 1)
+    status = r.get("status")
+    said = {"met": "met", "unmet": "UNMET", "judge": "left to the judge",
+            "broken": "could not run (a plan defect: judged by the model instead)"}.get(status, status)
+    return [f"{depth}✓ check {r.get('label')} · {said}: {r.get('criterion')} · `{r.get('command')}` · "
+            f"{r.get('reason')}"]
 
 
 def _llm(r: dict[str, Any], full: bool) -> list[str]:

@@ -10,12 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 
-def crit(text: str, mode: str = "verifiable") -> dict:
-    """A criterion object."""
-    return {"criterion": text, "mode": mode}
+def crit(text: str | dict, mode: str = "verifiable", check: str | None = None) -> dict:
+    """A criterion object (a dict passes through: one built with its own mode or check)."""
+    if isinstance(text, dict):
+        return text
+    return {"criterion": text, "mode": mode} if check is None else {"criterion": text, "mode": mode, "check": check}
 
 
-def subtask(intent: str, criteria: list[str], sequence: int = 1, context: str = "",
+def subtask(intent: str, criteria: list[str | dict], sequence: int = 1, context: str = "",
             tools: list[str] | None = None) -> dict:
     """A planned subtask (``tools``: the tools it declares, which the plan rules check)."""
     entry = {"sequence": sequence, "intent": intent, "context": context,
@@ -23,9 +25,10 @@ def subtask(intent: str, criteria: list[str], sequence: int = 1, context: str = 
     return entry if tools is None else {**entry, "tools": list(tools)}
 
 
-def plan(subtasks: list[dict], task_criteria: list[str], **entry: Any) -> dict:
-    """A Plan answer entry."""
-    return {"answer": {"task_criteria": [crit(c) for c in task_criteria], "subtasks": subtasks}, **entry}
+def plan(subtasks: list[dict], task_criteria: list[str | dict], reference: str | None = None, **entry: Any) -> dict:
+    """A Plan answer entry (``reference``: the plan's one command for the whole request)."""
+    answer = {"task_criteria": [crit(c) for c in task_criteria], "subtasks": subtasks}
+    return {"answer": answer if reference is None else {"reference": reference, **answer}, **entry}
 
 
 def spec(task_id: str, intent: str) -> dict:

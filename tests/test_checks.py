@@ -43,7 +43,8 @@ LOGS = {"a.log": "ERROR disk\n", "b.log": "ok\n", "c.log": "ERROR net\nok\n", "n
     ("test -f missing.txt", 1, "unmet"),
     ("grep -q 'ERROR net' c.log", 0, "met"),
     ("[ -f a.log", 2, "broken"),             # a syntax error: the check tests nothing
-    ("grep -q x nowhere.txt", 2, "broken"),  # grep's usage error
+    ("grep -q x nowhere.txt", 2, "unmet"),   # the file it reads is missing: a fact about the folder
+    ("grep -q --no-such-flag x a.log", 2, "broken"),  # grep's usage error
     ("./not-executable.sh", 126, "broken"),
     ("no_such_program --flag", 127, "broken"),
     ("cmp a.log b.log", 1, "unmet"),
@@ -105,17 +106,24 @@ def test_from_predicate(after, before, status):
 
 
 def pc(path: str, change: str = "created", text: str = "x\n", node: str = "file") -> tree.PathChange:
-    import hashlib
-    data = text.encode()
-    loose = hashlib.sha256(" ".join(text.split()).encode()).hexdigest() if node == "file" else ""
-    return tree.PathChange(path=path, change=change, node=node, size=len(data),
-                           digest=hashlib.sha256(data).hexdigest() if node == "file" else "", head=text, loose=loose)
+    """A change as ``tree.changes`` records it, from the file's text (written and read by the real code)."""
+    if node != "file" or change == "deleted":
+        return tree.PathChange(path=path, change=change, node=node)
+    import tempfile
+    with tempfile.TemporaryDirectory() as scratch:
+        (Path(scratch) / "f").write_text(text)
+        entry = tree.state(Path(scratch))["f"]
+    return tree.PathChange(path=path, change=change, node=node, size=entry.size, digest=entry.digest,
+                           head=entry.head, loose=entry.loose, tokens=entry.tokens)
 
 
 @pytest.mark.parametrize("reference, executor, outcome", [
     ([pc("out.txt", text="a.log\nc.log\n")], [pc("out.txt", text="a.log\nc.log\n")], "agree"),
     ([pc("out.txt", text="a.log\nc.log\n")], [pc("out.txt", text="a.log c.log")], "agree"),  # spacing aside
-    ([pc("out.txt", text="a.log\nc.log\n")], [pc("out.txt", text="a.log\nb.log\nc.log\n")], "content"),
+    ([pc("out.txt", text="a.log\nc.log\n")], [pc("out.txt", text="a.log\nb.log\nc.log\n")], "values"),
+    ([pc("n.txt", text="9\n")], [pc("n.txt", text="3\n")], "values"),
+    ([pc("sizes.txt", text="3 a.txt\n5 b.txt\n")], [pc("sizes.txt", text="a.txt: 3\nb.txt: 5\n")], "layout"),
+    ([pc("sorted.txt", text="ann\nbob\n")], [pc("sorted.txt", text="bob\nann\n")], "layout"),
     ([pc("backup", node="dir"), pc("backup/a.csv")], [pc("backup", node="file", text="")], "paths"),  # a file
     ([pc("archive", node="dir"), pc("archive/x.bak"), pc("x.bak", "deleted")],
      [pc("archive", node="dir"), pc("archive/x.bak")], "paths"),  # copied, not moved
@@ -134,7 +142,8 @@ def test_compare(reference, executor, outcome):
 @needs_bwrap
 @pytest.mark.parametrize("executor_command, status", [
     ("grep -l ERROR *.log > out.txt", "met"),
-    ("ls *.log > out.txt", "judge"),          # every name, not the matching ones: same path, other content
+    ("ls *.log > out.txt", "unmet"),          # every name, not the matching ones: other words in the file
+    ("grep -l ERROR *.log | sort -r > out.txt", "judge"),  # the same names in another order: for the judge
     ("grep -l ERROR *.log > found.txt", "unmet"),  # the wrong file
 ])
 def test_a_reference_run_on_a_copy_decides_by_comparing_change_sets(tmp_path, executor_command, status):
@@ -149,7 +158,7 @@ def test_a_reference_run_on_a_copy_decides_by_comparing_change_sets(tmp_path, ex
         (outcome,) = asyncio.run(check_criteria([reference], ws, before, confined))
     finally:
         before.close()
-    assert outcome.status == status and outcome.kind == "reference"
+    assert outcome.status == status and outcome.form == "reference"
     if status != "met":
         assert "out.txt" in outcome.evidence
     assert (ws / "notes.txt").read_text() == "keep\n"
@@ -169,7 +178,7 @@ def test_a_check_that_writes_is_run_as_a_reference_on_the_paths_it_wrote(tmp_pat
         (wrong,) = asyncio.run(check_criteria([criterion], ws, Snapshot(before.path), confined))
     finally:
         before.close()
-    assert (right.status, wrong.status) == ("met", "judge")
+    assert (right.status, wrong.status) == ("met", "unmet")  # 3 where the reference counts 2
 
 
 @needs_bwrap

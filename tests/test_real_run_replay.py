@@ -131,7 +131,7 @@ def test_run_t16_replayed_r4b_passes_failed_by_code_and_the_run_abandons(scripte
     r4b = [(r["round"], r["verdicts"][0]["evidence"].split(":")[0]) for r in records
            if r["kind"] == "grounded" and r.get("role") == "R4b"]
     assert [n for n, _ in r4b] == [2, 3, 4]
-    assert r4b[0][1] == "totals.md does not exist (code looked after the work, and no tool call names it)"
+    assert r4b[0][1].startswith("totals.md does not exist (code looked after the work; it did not exist before")
     assert all(why.startswith("the evidence is the executor's own claim") for _, why in r4b[1:])  # said back
     assert sum(1 for r in records if r["kind"] == "grounded" and r.get("role") != "R4b") == 2  # R4a's, round 2
     assert "R4b's pass failed by code (Law 0, round 2): totals.md contains" in "\n".join(render(records))

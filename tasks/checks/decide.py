@@ -7,18 +7,22 @@ table-tested.  The rules, each keyed on what a command did, never on the words o
   work (then it cannot tell the work from no work, and the judge decides with its output);
 - one that exits 1 (or another small failure code) leaves it unmet, with its output as the reason;
 - exit 2 (bash's syntax error, ``test``'s and ``grep``'s usage error), 126/127 (not runnable, unknown program), a
-  signal or a timeout mean the check itself is broken: a defect of the plan, not of the executor's work;
+  signal or a timeout mean the check itself is broken: a defect of the plan, not of the executor's work (but a
+  ``grep`` or ``cmp`` that exits 2 because the file it reads is missing did test the folder: unmet);
 - a check that tries to write is a command that does the work: it is run on a copy of the folder as it was and
   what it wrote is compared with what the executor left at those paths;
 - the plan's reference run is compared with the executor's whole change set; when it changed nothing, what it
   printed must appear in what the run's tools printed or its answer said.
 
-Agreement is a verified pass; a difference in paths or kinds a plain fail; a difference in content only goes to
-the judge with both files side by side (the one question a small model answers well).
+Agreement is a verified pass; a difference in paths, kinds, or the words and numbers a file holds a plain fail; the
+same words and numbers laid out differently go to the judge with both files side by side (the one question a small
+model answers well: is this the same answer in another format or order?).
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -31,6 +35,9 @@ __all__ = ["BROKEN_EXITS", "CheckOutcome", "printed_answer", "from_predicate", "
 
 BROKEN_EXITS = frozenset({2, 126, 127})
 """Exit codes that say the check could not test anything (syntax or usage error; not runnable; not found)."""
+MISSING_FILE = os.strerror(errno.ENOENT)
+"""How a program says a file it reads is not there (messages are in English: sandbox.scrubbed_env): ``grep`` and
+``cmp`` then exit 2, and the check did test the folder: the file the criterion needs is missing (unmet)."""
 SHOWN_CHARS = 600
 """Characters of a check's output quoted in a verdict's evidence."""
 
@@ -45,7 +52,7 @@ class CheckOutcome(BaseModel):
     criterion: str
     command: str
     status: Status
-    kind: Literal["predicate", "reference"] = "predicate"
+    form: Literal["predicate", "reference"] = "predicate"
     """predicate: a read-only test; reference: a command that does the work, compared by its changes."""
     reason: str
     """One line: what code saw."""
@@ -82,7 +89,7 @@ def broken_reason(ran: Ran) -> str | None:
         return f"the check was killed ({_ended(ran)})"
     if ran.exit_code in (126, 127):
         return f"the check could not run: exit {ran.exit_code} (a program that is missing or cannot be executed)"
-    if ran.exit_code == 2:
+    if ran.exit_code == 2 and MISSING_FILE not in ran.output:
         return "the check could not test anything: exit 2 (a syntax error or a bad argument)"
     return None
 
@@ -108,7 +115,7 @@ def from_reference(criterion: str, ran: Ran, executor: list[tree.PathChange], *,
     ``whole``: compare whole change sets (the plan's reference run); else only the paths the command wrote (a
     criterion's check that writes).  ``printed``: what the run's tools printed and its answers said, for a
     reference that changed nothing and answered by printing."""
-    base = {"criterion": criterion, "command": ran.command, "kind": "reference"}
+    base = {"criterion": criterion, "command": ran.command, "form": "reference"}
     broken = broken_reason(ran)
     if broken:
         return CheckOutcome(status="broken", reason=broken.replace("the check", "the reference run"),
@@ -121,10 +128,12 @@ def from_reference(criterion: str, ran: Ran, executor: list[tree.PathChange], *,
                             evidence=_shown(ran.output), **base)
     scope = None if whole else {c.path for c in ran.changes}
     comparison = tree.compare(ran.changes, executor, scope)
-    status: Status = {"agree": "met", "paths": "unmet", "content": "judge"}[comparison.outcome]
+    status: Status = {"agree": "met", "paths": "unmet", "values": "unmet", "layout": "judge"}[comparison.outcome]
     reason = {"agree": "the executor's changes agree with the reference run's",
               "paths": "the executor's changes differ from the reference run's in which paths changed",
-              "content": "the same paths changed, but what some files hold differs"}[comparison.outcome]
+              "values": "the same paths changed, but some files hold other words or numbers than the reference run's",
+              "layout": "the same paths changed and hold the same words and numbers, laid out differently"
+              }[comparison.outcome]
     return CheckOutcome(status=status, reason=reason, evidence=tree.side_by_side(comparison), comparison=comparison,
                         **base)
 
@@ -136,7 +145,7 @@ def _folded(text: str) -> str:
 def printed_answer(criterion: str, ran: Ran, printed: list[str]) -> CheckOutcome:
     """A reference that answered by printing: met when what it printed appears in what the run printed or said."""
     want = _folded(ran.output)
-    base = {"criterion": criterion, "command": ran.command, "kind": "reference"}
+    base = {"criterion": criterion, "command": ran.command, "form": "reference"}
     if any(want in _folded(text) for text in printed):
         return CheckOutcome(status="met", reason="what the reference run printed appears in the run's output",
                             evidence=_shown(ran.output), **base)

@@ -76,7 +76,7 @@ async def _one(criterion: Criterion, workspace: Path, before: Snapshot, confined
     if criterion.criterion == REFERENCE_CRITERION:  # the whole request: from the folder as it was before the task
         before = task_before
         if before.path is None:
-            return CheckOutcome(criterion=criterion.criterion, command=command, status="broken", kind="reference",
+            return CheckOutcome(criterion=criterion.criterion, command=command, status="broken", form="reference",
                                 reason=before.note or "no copy of the folder as it was")
         ran = await _reference(command, workspace, before, confined)
         return from_reference(criterion.criterion, ran, await _executor_changes(before.path, workspace), whole=True,
@@ -84,7 +84,7 @@ async def _one(criterion: Criterion, workspace: Path, before: Snapshot, confined
     after = await run_confined(command, workspace, confined)
     if after.wrote:
         if before.path is None:
-            return CheckOutcome(criterion=criterion.criterion, command=command, status="broken", kind="reference",
+            return CheckOutcome(criterion=criterion.criterion, command=command, status="broken", form="reference",
                                 reason="the check writes, and " + (before.note or "no copy of the folder is kept"))
         ran = await _reference(command, workspace, before, confined)
         return from_reference(criterion.criterion, ran, await _executor_changes(before.path, workspace), whole=False)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import stat
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ __all__ = ["Comparison", "Entry", "PathChange", "TooLarge", "changes", "compare"
 
 HEAD_CHARS = 400
 """Characters of a changed file's text kept in its record (what a judge and a correction are shown)."""
+_TOKEN = re.compile(r"[^\s,;:|()\[\]{}\"'`]+")
+"""A word, number or path of a file's text: what stays when only its layout changes."""
 HASH_LIMIT = 16 * 1024 * 1024
 """Files larger than this are compared by size and modification time only, never read whole."""
 
@@ -47,6 +50,8 @@ class Entry:
     head: str = ""
     loose: str = ""
     """The hash of the text with its whitespace runs folded: two files that differ only in spacing match."""
+    tokens: str = ""
+    """The hash of the text's words and numbers, sorted: two files that differ only in order or layout match."""
     target: str = ""
     """A symlink's target."""
 
@@ -66,6 +71,8 @@ class PathChange(BaseModel):
     """The start of the file's text after the change (empty for a deletion, a directory or binary data)."""
     loose: str = ""
     """The hash of its text with whitespace folded (empty for binary data)."""
+    tokens: str = ""
+    """The hash of its words and numbers, sorted (empty for binary data)."""
 
     def line(self) -> str:
         """``created backup/a.csv (12 bytes)``: how a change reads in evidence."""
@@ -89,7 +96,8 @@ def _entry(path: str, info: os.stat_result) -> Entry:
         return Entry("file", info.st_size, hashlib.sha256(data).hexdigest())
     text = data.decode("utf-8", "replace")
     loose = hashlib.sha256(_norm(text).encode()).hexdigest()
-    return Entry("file", info.st_size, hashlib.sha256(data).hexdigest(), text[:HEAD_CHARS], loose)
+    tokens = hashlib.sha256("\n".join(sorted(_TOKEN.findall(text))).encode()).hexdigest()
+    return Entry("file", info.st_size, hashlib.sha256(data).hexdigest(), text[:HEAD_CHARS], loose, tokens)
 
 
 def state(root: Path, max_files: int | None = None, hidden: tuple[str, ...] = ()) -> dict[str, Entry]:
@@ -126,12 +134,12 @@ def changes(before: dict[str, Entry], after: dict[str, Entry]) -> list[PathChang
             out.append(PathChange(path=path, change="deleted", node=old.node))
         elif old is None:
             out.append(PathChange(path=path, change="created", node=new.node, size=new.size, digest=new.digest,
-                                  head=new.head, loose=new.loose))
+                                  head=new.head, loose=new.loose, tokens=new.tokens))
         elif old.node == "dir" and new.node == "dir":
             continue
         else:
             out.append(PathChange(path=path, change="modified", node=new.node, size=new.size, digest=new.digest,
-                                  head=new.head, loose=new.loose))
+                                  head=new.head, loose=new.loose, tokens=new.tokens))
     return out
 
 
@@ -158,9 +166,10 @@ class Comparison(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    outcome: Literal["agree", "paths", "content"]
-    """agree: same paths, kinds and contents (whitespace aside); paths: a path or kind differs; content: only
-    what some files hold differs."""
+    outcome: Literal["agree", "paths", "values", "layout"]
+    """agree: same paths, kinds and contents (whitespace aside); paths: a path or kind differs; values: a file
+    holds other words or numbers than the reference's; layout: the same words and numbers in another order or
+    arrangement (the one difference a judge is asked about)."""
     missing: list[PathChange] = Field(default_factory=list)
     """What the reference changed that the executor did not (or changed otherwise in kind)."""
     unwanted: list[PathChange] = Field(default_factory=list)
@@ -171,6 +180,8 @@ class Comparison(BaseModel):
     beside the deliverables is no fail by itself)."""
     differing: list[tuple[PathChange, PathChange]] = Field(default_factory=list)
     """(reference, executor) pairs of one path whose contents differ."""
+    values: list[str] = Field(default_factory=list)
+    """The differing paths whose words or numbers differ (not only their layout)."""
 
 
 def compare(reference: list[PathChange], executor: list[PathChange], scope: set[str] | None = None) -> Comparison:
@@ -178,13 +189,15 @@ def compare(reference: list[PathChange], executor: list[PathChange], scope: set[
     criterion's check compares only what it wrote); None compares whole change sets."""
     ref = {c.path: c for c in reference}
     exe = {c.path: c for c in executor if scope is None or c.path in scope}
-    missing, unwanted, extra, differing = [], [], [], []
+    missing, unwanted, extra, differing, values = [], [], [], [], []
     for path, want in ref.items():
         got = exe.get(path)
         if got is None or got.change != want.change or got.node != want.node:
             missing.append(want)
         elif want.node == "file" and want.change != "deleted" and not _same_text(want, got):
             differing.append((want, got))
+            if not (want.tokens and want.tokens == got.tokens):
+                values.append(path)
     made = {os.path.dirname(c.path) for c in reference if c.change != "deleted"} - {""}
     made |= {c.path for c in reference if c.node == "dir" and c.change == "created"}
     for path, got in exe.items():
@@ -192,8 +205,9 @@ def compare(reference: list[PathChange], executor: list[PathChange], scope: set[
             continue
         inside = os.path.dirname(path) in made
         (extra if got.change == "created" and not inside else unwanted).append(got)
-    outcome = "paths" if missing or unwanted else "content" if differing else "agree"
-    return Comparison(outcome=outcome, missing=missing, unwanted=unwanted, extra=extra, differing=differing)
+    outcome = "paths" if missing or unwanted else "values" if values else "layout" if differing else "agree"
+    return Comparison(outcome=outcome, missing=missing, unwanted=unwanted, extra=extra, differing=differing,
+                      values=values)
 
 
 def _same_text(a: PathChange, b: PathChange) -> bool:

@@ -68,9 +68,30 @@ def named_files_brief(names: list[str], workspace: Path | str, most: int = MOST_
     return [state.split("\n", 1)[0].rstrip(":") for state in named_files_now(names, workspace, chars=0, most=most)]
 
 
+SEARCHED = 5000
+"""Entries of the workspace looked at for a relative name that lives deeper than its criterion says."""
+
+
+def _deeper(name: str, root: Path) -> bool:
+    """Whether a path ending in ``/name`` exists under ``root``: a criterion that says "notes.txt" of a file the
+    work found at ``data/notes.txt`` names it by a shorter path, and that file is not absent."""
+    if os.path.isabs(name) or name.startswith(("~", "..")):
+        return False
+    tail = os.sep + os.path.normpath(name)
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        for entry in [*dirs, *files]:
+            seen += 1
+            if os.path.join(folder, entry).endswith(tail):
+                return True
+        if seen > SEARCHED:
+            return False
+    return False
+
+
 def absent_names(names: list[str], workspace: Path | str) -> list[str]:
-    """The distinct names with nothing at their path in the workspace (a name code may not read, outside
-    it or behind a symlink out of it, is not counted absent: code cannot say)."""
+    """The distinct names with nothing at their path in the workspace nor deeper in it (a name code may not read,
+    outside it or behind a symlink out of it, is not counted absent: code cannot say)."""
     root = Path(workspace).expanduser()
     out: list[str] = []
     for name in dict.fromkeys(names):
@@ -78,6 +99,6 @@ def absent_names(names: list[str], workspace: Path | str) -> list[str]:
             real = confine(resolve_path(name, root), [root], "reading")
         except ToolError:
             continue
-        if not os.path.lexists(real):
+        if not os.path.lexists(real) and not _deeper(name, root):
             out.append(name)
     return out
