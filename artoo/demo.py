@@ -79,7 +79,7 @@ def run_demo(as_json: bool = False, verbose: bool = False) -> FinalResult:
     """Run the demo request through the real flow against the scripted brain."""
     from artoo.config.settings import load_settings
     from artoo.runner import report
-    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+    from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
     err = Console(stderr=True, highlight=False)
     err.print("[bold]artoo demo[/]: the brain is SCRIPTED (a local fake LLM replaying fixed answers); "

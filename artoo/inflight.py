@@ -6,7 +6,7 @@ line, updated in place and erased when the answer comes (rich's transient ``Live
 console the progress lines use, so they print above it).  Anywhere else (CI, a pipe) a plain line
 goes to stderr at most every ``plain_every_s`` while a call is that slow; stdout is never touched,
 so ``--json`` prints exactly its one object.  The requests come from the client's hook
-(artoo.tasks.llm.progress); a Law-1 question on the terminal hides the line before it is written.
+(artoo.tasks.llm.transport.progress); a Law-1 question on the terminal hides the line before it is written.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from artoo.tasks.llm.progress import INFLIGHT, Call, Inflight
+from artoo.tasks.llm.transport.progress import INFLIGHT, Call, Inflight
 
 SHOW_AFTER_S = 2.0
 """A request answered sooner than this is not worth a line."""

@@ -106,7 +106,7 @@ def send_perceive_early(request: str) -> bool:
     """R1's request goes out now, while the flows import and the Prefect server is found or started.
 
     The flow's R1 task sends the same words (the request and the history as it is now), so it takes
-    this answer instead of asking again (artoo.tasks.llm.early).  Best effort: a settings or history
+    this answer instead of asking again (artoo.tasks.llm.transport.early).  Best effort: a settings or history
     problem is left for the flow to report.
     """
     return _send_perceive(request) is not None
@@ -119,7 +119,7 @@ def _send_perceive(request: str) -> tuple[Any, Settings, Any] | None:
     DuckDB import while R1 is answered (tests/test_early_http.py)."""
     from artoo.config.errors import ArtooError
     from artoo.config.settings import load_settings
-    from artoo.tasks.llm.outgoing import RequestBuilder
+    from artoo.tasks.llm.transport.requests import RequestBuilder
     from artoo.tasks.roles.perceiver import messages_for
     from artoo.tasks.roles.session import keep_for_run, load_history
 
@@ -144,7 +144,7 @@ def plan_ahead(request: str, workspace: Path | None, sent: tuple[Any, Settings, 
     code alone: the TaskSpec as the R1 task reads it (``perceiver.spec_from``), memory's calibration, the plan
     prompt (``tasks.plan.inputs.plan_messages``).  So R2 thinks while the rest starts.  The flow still asks:
     its plan task takes this answer only when its own request is identical; an answer code cannot read, or
-    memory written meanwhile, means the flow asks itself (artoo.tasks.llm.early).  A thread, never an error.
+    memory written meanwhile, means the flow asks itself (artoo.tasks.llm.transport.early).  A thread, never an error.
     """
     if sent is None:
         return None
@@ -161,7 +161,7 @@ def plan_ahead(request: str, workspace: Path | None, sent: tuple[Any, Settings, 
 def _plan_ahead(builder: Any, settings: Settings, request: str, workspace: Path | None, r1: Any) -> None:
     """Import and open what R2's words need while R1 is answered, then send R2 once its answer is read."""
     from artoo.tasks.llm.base import tier_of
-    from artoo.tasks.llm.early_http import answer_in
+    from artoo.tasks.llm.transport.http import answer_in
     from artoo.tasks.plan import ahead
     from artoo.tasks.plan.inputs import plan_messages, round_inputs
     from artoo.tasks.roles.perceiver import spec_from

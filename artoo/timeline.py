@@ -96,7 +96,7 @@ def _llm(r: dict[str, Any], full: bool) -> list[str]:
 
 
 def _cuts(r: dict[str, Any]) -> str:
-    """What the prompt budget cut to fit the model's window (artoo.tasks.llm.budget), or nothing."""
+    """What the prompt budget cut to fit the model's window (artoo.tasks.llm.transport.budget), or nothing."""
     budget = r.get("budget") or {}
     cuts = [f"{c.get('kind')} {c['dropped']} dropped" if "dropped" in c
             else f"{c.get('kind')} {c.get('blocks')} shortened" for c in budget.get("cuts") or []]

@@ -48,7 +48,7 @@ def measure(root: Path, api_url: str, memory_base: str, latency: float, workers:
     """
     import psycopg
 
-    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+    from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
     name = f"bench_{workers}w"
     with psycopg.connect(f"{memory_base}/prefect", autocommit=True) as con:

@@ -2,7 +2,7 @@
 every exchange, raw, to a JSONL transcript.
 
 Why: artoo's robustness to real model output is tested by *replaying* what real servers said
-(``artoo.tasks.llm.transcript``), not by what we expect a model to say.  The proxy sits between artoo
+(``artoo.tasks.llm.testing.transcript``), not by what we expect a model to say.  The proxy sits between artoo
 and the server so the transcript holds the HTTP bodies exactly as the server sent them, refusals
 included, whatever artoo's client makes of them.  Point artoo at the proxy::
 

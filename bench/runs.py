@@ -125,7 +125,7 @@ def run_once(job: Job, workspace: Path, log: Path) -> Measured:
 
 def run_side_by_side(jobs: list[Job], repeats: int, root: Path, progress=None) -> None:
     """Each job ``repeats`` times, taking turns; results land in ``job.runs``."""
-    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+    from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
     for job in jobs:  # each scenario was built with one copy of its answers per run
         job.server = ScriptedLLMServer(job.scenario.script).start()
@@ -207,7 +207,7 @@ def process_run(scenario: Scenario, runs: int, root: Path, original_env: dict[st
     warmed by earlier runs, or in a fresh one).  ``scenario`` must be scripted for ``runs`` + 1
     processes.
     """
-    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+    from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
     compile_bytecode()
     env = clean_environ(original_env)

@@ -36,7 +36,7 @@ from prefect.logging.loggers import flow_run_logger
 from prefect.utilities.urls import url_for
 
 from artoo.config.settings import Settings
-from artoo.tasks.llm.progress import INFLIGHT
+from artoo.tasks.llm.transport.progress import INFLIGHT
 
 
 class Law1Approval(RunInput):

@@ -52,9 +52,10 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(autouse=True)
 def _early_requests_forgotten() -> Iterator[None]:
     """No test inherits another's early requests: a request (its endpoint, port included, and its words) is
-    sent early once per process (artoo.tasks.llm.early), and a later test's scripted server may get the port."""
+    sent early once per process (artoo.tasks.llm.transport.early), and a later test's scripted server may get
+    the port."""
     yield
-    early = sys.modules.get("artoo.tasks.llm.early")
+    early = sys.modules.get("artoo.tasks.llm.transport.early")
     if early is not None:
         early.EARLY.clear()
 
@@ -183,7 +184,7 @@ def artoo_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def scripted(artoo_env: Path, monkeypatch: pytest.MonkeyPatch):
     """Start a scripted LLM server for a scenario and point artoo's settings at it."""
-    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+    from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
     servers: list[ScriptedLLMServer] = []
 

@@ -188,8 +188,8 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_through_a_packages_public_surface():
     assert surface("artoo.tasks.blame")["call_targets"] == "artoo.tasks.blame.failure"  # exports(...)
-    assert surface("artoo.tasks.llm")["OpenAICompatLLM"] == "artoo.tasks.llm.client"  # imported eagerly
-    assert "artoo.tasks.llm.client" in import_graph()["artoo.flows.task_flow"]  # from artoo.tasks.llm import …
+    assert surface("artoo.tasks.llm")["OpenAICompatLLM"] == "artoo.tasks.llm.transport.client"  # imported eagerly
+    assert "artoo.tasks.llm.transport.client" in import_graph()["artoo.flows.task_flow"]  # via artoo.tasks.llm
 
 
 def test_no_import_circle_even_inside_a_layer():
@@ -206,3 +206,55 @@ def test_no_import_circle_even_inside_a_layer():
 def test_circles_finds_what_closes(graph, expected):
     assert circles(graph) == expected
 
+
+
+TEST_DOUBLES = "artoo.tasks.llm.testing"
+DEMO_AND_BENCH = ("artoo.demo", "artoo.bench", "artoo.eval")
+"""The product's demonstration, benchmark and simulated eval: they run on the scripted server, so they may use the
+LLM test doubles; nothing that serves a real run may (the CLI reaches them only through these)."""
+
+
+def within(name: str, *prefixes: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def reaching(graph: dict[str, set[str]], prefix: str) -> set[str]:
+    """Every module that imports a module under ``prefix``, directly or through others."""
+    found = {name for name, deps in graph.items() if any(within(d, prefix) for d in deps)}
+    while True:
+        more = {name for name, deps in graph.items() if deps & found} - found
+        if not more:
+            return found
+        found |= more
+
+
+@pytest.mark.parametrize(("graph", "expected"), [
+    ({"a": {"t.x"}, "b": {"a"}, "c": set(), "t.x": set()}, {"a", "b"}),
+    ({"a": {"b"}, "b": {"c"}, "c": set(), "t.x": set()}, set()),
+    ({"a": {"b"}, "b": {"c"}, "c": {"t"}, "t": set()}, {"a", "b", "c"}),
+])
+def test_reaching_follows_imports_through_other_modules(graph, expected):
+    assert reaching(graph, "t") == expected
+
+
+def test_runtime_code_never_imports_the_llm_test_doubles():
+    """Roles, tasks, flows and the app's run path work against real endpoints only: the scripted server, the
+    in-process fake and transcript replay are for tests, the demo and the bench."""
+    users = reaching(import_graph(), TEST_DOUBLES)
+    runtime = sorted(n for n in users if not within(n, TEST_DOUBLES, *DEMO_AND_BENCH, "artoo.cli"))
+    assert runtime == [], f"runtime modules reach {TEST_DOUBLES}: {runtime}"
+    assert "artoo.demo" in users  # the rule sees the demo's own (lazy) import of the scripted server
+
+
+def test_the_llm_layer_is_at_most_fourteen_modules_each_saying_why_and_what_it_exports():
+    import importlib
+
+    layer = [name for name in MODULES if within(name, "artoo.tasks.llm") and not within(name, TEST_DOUBLES)]
+    assert len(layer) <= 14, f"tasks/llm has {len(layer)} modules besides its test doubles: {layer}"
+    for name in [n for n in MODULES if within(n, "artoo.tasks.llm")]:
+        module = importlib.import_module(name)
+        assert (module.__doc__ or "").strip(), f"{name}: no docstring saying why it exists"
+        exported = getattr(module, "__all__", None)
+        assert exported, f"{name}: no __all__"
+        missing = [n for n in exported if not hasattr(module, n)]
+        assert not missing, f"{name}: __all__ names what it does not define: {missing}"

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from artoo.bench.cluster import TERMINAL, Cluster, request_text, stories
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 from tests.e2e.helpers import stop, wait_for
 
 pytestmark = pytest.mark.slow

@@ -27,7 +27,7 @@ def artoo(env: dict, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_artoo_run_without_a_server_audits_every_message_before_returning(tmp_path: Path):
-    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+    from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
     server = ScriptedLLMServer(scenario(
         TaskSpec=[spec("say_hello", "say hello")],

@@ -89,7 +89,7 @@ def test_unknown_fields_are_refused(name: str):
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_llm_answer_schemas_are_strict_json_schemas(name: str):
-    from artoo.tasks.llm.strict import strict_json_schema
+    from artoo.tasks.llm.output.modes import strict_json_schema
 
     schema = strict_json_schema(SCHEMAS[name])
     assert schema["additionalProperties"] is False

@@ -1,4 +1,4 @@
-"""The early lane's HTTP (artoo.tasks.llm.early_http) reads back what the openai client reads.
+"""The early lane's HTTP (artoo.tasks.llm.transport.http) reads back what the openai client reads.
 
 ``artoo run`` sends R1 with plain httpx, before ``openai`` is imported; the task that takes the answer
 must see exactly what the openai client would have returned or raised for the same exchange, or its
@@ -17,10 +17,11 @@ import sys
 import openai
 import pytest
 
-from artoo.tasks.llm.early_http import EarlyReply, answer_in, post_chat, read_reply
-from artoo.tasks.llm.endpoint import Endpoint
-from artoo.tasks.llm.parsing import structured_request
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.base import Endpoint
+from artoo.tasks.llm.output.modes import structured_request
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.transport.client import read_reply
+from artoo.tasks.llm.transport.http import EarlyReply, answer_in, post_chat
 
 SPEC = {"task_id": "t", "intent": "count", "success_criteria": ["c"]}
 MESSAGES = [{"role": "user", "content": "count the lines"}]
@@ -119,7 +120,7 @@ def test_artoo_run_sends_r1_before_it_imports_openai_prefect_or_duckdb(tmp_path)
 def test_the_certificate_store_is_loaded_for_https_only(url, loads_store):
     import ssl
 
-    from artoo.tasks.llm.tls import tls_context, verify_for
+    from artoo.tasks.llm.transport.http import tls_context, verify_for
 
     verify = verify_for(url)
     assert isinstance(verify, ssl.SSLContext) == loads_store

@@ -1,4 +1,4 @@
-"""Early requests (artoo.tasks.llm.early): sent before their task, answered once, recorded by the task.
+"""Early requests (artoo.tasks.llm.transport.early): sent before their task, answered once, recorded by the task.
 
 Client-level stories use the scripted server over real HTTP; the flow stories run ``artoo run --json``
 on the session's Prefect server and check that R1, every round's R2 and every subtask's first R3
@@ -16,8 +16,8 @@ import pytest
 
 from artoo.config.settings import load_settings
 from artoo.tasks.llm import TOOLS_SCHEMA, OpenAICompatLLM
-from artoo.tasks.llm.early import EARLY
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.transport.early import EARLY
 from tests.conftest import final_from, run_cli
 from tests.scenario_kit import change_path_scenario, requests_by_schema
 

@@ -86,7 +86,7 @@ def test_an_endpoint_eval_carries_what_the_server_accepts_across_strategies_and_
     """llama-cpp-python refuses json_schema once: each strategy's fresh home starts from what the person's home
     (and the strategy before) learnt, so the eval pays one refused request, and the person's home keeps it."""
     from artoo.eval.harness import EvalOptions, run_eval
-    from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
+    from artoo.tasks.llm.profile import ProfileStore, store_path
     from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 
     c = "keep.txt is printed"
@@ -100,5 +100,5 @@ def test_an_endpoint_eval_carries_what_the_server_accepts_across_strategies_and_
     document = run_eval(EvalOptions(suite=_wrong_path_suite(artoo_env), brain="endpoint", strategies=("ggs", "retry")))
     assert {s: t["tasks"] for s, t in document["totals"].items()} == {"ggs": 1, "retry": 1}
     assert [r["status"] for r in server.requests].count(500) == 1
-    stored = NegotiationStore(negotiated_path(artoo_env / "home")).get(server.base_url, "scripted")
+    stored = ProfileStore(store_path(artoo_env / "home")).get(server.base_url, "scripted")
     assert stored["structured"] == "json_object_schema" and "HTTP 500" in stored["structured_because"]

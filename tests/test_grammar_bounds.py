@@ -15,9 +15,9 @@ import pytest
 from artoo.config.protocol import SCHEMAS
 from artoo.config.settings import load_settings
 from artoo.tasks.llm import OpenAICompatLLM
-from artoo.tasks.llm.context import forget
-from artoo.tasks.llm.parsing import STRING_BOUNDS, bounded, strict_schema, structured_request
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.output.modes import STRING_BOUNDS, bounded, strict_schema, structured_request
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.transport.requests import forget
 
 VERDICT = {"verdicts": [{"criterion": "1", "evidence": "lines.txt: 3 a.txt, 5 b.txt, 1 c.txt, 9 total",
                          "verdict": "pass", "failure_class": None}], "what_was_wrong": None, "what_to_do": None}

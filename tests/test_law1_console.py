@@ -24,7 +24,7 @@ QUESTION = b"Approve? [y/N]"
 
 @pytest.mark.slow
 def test_console_approval_in_an_interactive_terminal(tmp_path):
-    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+    from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
     workspace = tmp_path / "workspace"
     workspace.mkdir()

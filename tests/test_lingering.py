@@ -49,7 +49,7 @@ def wait_until(check, timeout_s: float, what: str) -> None:
 
 def hello_brain(runs: int):
     """A scripted brain for ``runs`` one-subtask requests, each accepted in its first round."""
-    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+    from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
     return ScriptedLLMServer(scenario(
         TaskSpec=[spec(f"say_hello_{i}", "say hello") for i in range(runs)],

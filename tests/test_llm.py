@@ -11,14 +11,11 @@ import pytest
 from artoo.config.errors import ConfigurationError, EnvironmentalFailure, LLMOutputError, RunFailure
 from artoo.config.protocol import SCHEMAS, ExecutionAnswer
 from artoo.config.settings import load_settings
-from artoo.tasks.llm import OpenAICompatLLM, ScriptedLLM, ScriptExhausted, ToolTurn, cost_report
-from artoo.tasks.llm.parsing import (
-    parse_arguments,
-    strict_schema,
-    structured_request,
-    with_system_note,
-)
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm import OpenAICompatLLM, ToolTurn, cost_report
+from artoo.tasks.llm.output.extract import parse_arguments
+from artoo.tasks.llm.output.modes import strict_schema, structured_request, with_system_note
+from artoo.tasks.llm.testing.fake import ScriptedLLM, ScriptExhausted
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
 VERDICT = {"criterion": "file exists", "verdict": "pass", "failure_class": None, "evidence": "ls shows it"}
 SAMPLES = {

@@ -17,7 +17,7 @@ import pytest
 from artoo.config.errors import EnvironmentalFailure
 from artoo.config.settings import load_settings
 from artoo.tasks.llm import OpenAICompatLLM
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
 ANSWER = {"kind": "constraint", "content": "Never run rm -rf in $HOME."}
 SCRIPT = {"answers": {"Consolidation": [{"answer": ANSWER, "repeat": True}]}}

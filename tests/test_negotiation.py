@@ -2,7 +2,7 @@
 
 Pure rules (which HTTP error refuses which feature, tool calls written into content) are tables of
 the bodies real servers send; the client stories go over real HTTP to the scripted server replaying
-those servers' refusal profiles (artoo.tasks.llm.server_refusals) through the real ``openai`` client.
+those servers' refusal profiles (artoo.tasks.llm.testing.server_refusals) through the real ``openai`` client.
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ from artoo.config.errors import EnvironmentalFailure
 from artoo.config.protocol import SCHEMAS, ExecutionAnswer
 from artoo.config.settings import load_settings
 from artoo.tasks.llm import TOOLS_SCHEMA, OpenAICompatLLM
-from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
-from artoo.tasks.llm.refusals import refused_feature
-from artoo.tasks.llm.scripted_server import Scenario, ScriptedLLMServer
-from artoo.tasks.llm.server_refusals import PROFILES
-from artoo.tasks.llm.tool_protocol import NEXT_STEP, content_messages, content_tool_calls
-from artoo.tasks.llm.wire import tool_request
+from artoo.tasks.llm.output.extract import content_tool_calls
+from artoo.tasks.llm.output.modes import NEXT_STEP, content_messages, tool_request
+from artoo.tasks.llm.profile import ProfileStore, refused_feature, store_path
+from artoo.tasks.llm.testing.scripted_server import Scenario, ScriptedLLMServer
+from artoo.tasks.llm.testing.server_refusals import PROFILES
 from artoo.timeline import render
 from tests.conftest import run_cli
 
@@ -205,7 +204,7 @@ def test_llama_cpp_python_500_on_json_schema_falls_back_once_and_is_remembered(t
     assert [(r["negotiated"]["structured"], r["ok"], r.get("refused")) for r in seen] == [
         ("json_schema", False, "response_format"), ("json_object_schema", True, None)]
     assert "HTTP 500" in seen[0]["error"] and "Input should be 'text' or 'json_object'" in seen[0]["error"]
-    entry = NegotiationStore(negotiated_path(tmp_path)).get(srv.base_url, "qwen")
+    entry = ProfileStore(store_path(tmp_path)).get(srv.base_url, "qwen")
     assert entry["structured"] == "json_object_schema"
     assert "Input should be 'text' or 'json_object'" in entry["structured_because"]
     assert any("structured mode json_schema -> json_object_schema" in r.getMessage()
@@ -222,7 +221,7 @@ def test_openai_without_structured_outputs_settles_on_plain_json_mode_after_two_
     assert [e["status"] for e in log] == [400, 400, 200]
     assert log[2]["body"]["response_format"] == {"type": "json_object"}
     assert llm.format_mode("brain") == "json_object"
-    because = NegotiationStore(negotiated_path(tmp_path)).get(srv.base_url, "qwen")["structured_because"]
+    because = ProfileStore(store_path(tmp_path)).get(srv.base_url, "qwen")["structured_because"]
     assert because == "HTTP 400: Error code: 400 - Unknown parameter: 'response_format.schema'."
 
 
@@ -231,7 +230,7 @@ def test_an_unknown_500_is_environmental_and_changes_no_mode(tmp_path):
     with ScriptedLLMServer(scenario) as srv, pytest.raises(EnvironmentalFailure, match="HTTP 500"):
         _use(_llm(srv, tmp_path), _spec)
     assert len(srv.requests) == 1
-    assert NegotiationStore(negotiated_path(tmp_path)).entries() == {}
+    assert ProfileStore(store_path(tmp_path)).entries() == {}
 
 
 @pytest.mark.parametrize("profile, status", [("ollama-no-tools", 400), ("llama-server-no-jinja", 500),
@@ -282,7 +281,7 @@ def test_an_early_tool_turn_is_sent_in_the_remembered_mode_and_taken_by_the_turn
     scenario = {"refuse": "ollama-no-tools", "answers": {"tools": [{"answer": FINAL}]}}
     messages = [{"role": "user", "content": "count"}]
     with ScriptedLLMServer(scenario) as srv:
-        NegotiationStore(negotiated_path(tmp_path)).remember(srv.base_url, "qwen", "tools", "content", "HTTP 400")
+        ProfileStore(store_path(tmp_path)).remember(srv.base_url, "qwen", "tools", "content", "HTTP 400")
         llm = _llm(srv, tmp_path)
         assert llm.send_early("R3", TOOLS_SCHEMA, messages, [SHELL])
         turn = _use(llm, lambda llm: llm.tool_turn("R3", messages, [SHELL]))
@@ -294,10 +293,10 @@ def test_an_early_tool_turn_is_sent_in_the_remembered_mode_and_taken_by_the_turn
 # --- the store ----------------------------------------------------------------------------------
 
 def test_a_corrupt_store_is_ignored_with_a_warning_and_kept_aside(tmp_path, caplog):
-    path = negotiated_path(tmp_path)
+    path = store_path(tmp_path)
     path.parent.mkdir(parents=True)
     path.write_text("{half a file", encoding="utf-8")
-    store = NegotiationStore(path)
+    store = ProfileStore(path)
     with caplog.at_level(logging.WARNING, logger="artoo.llm"):
         assert store.get("http://x/v1", "m") == {}
     assert any("ignoring" in r.getMessage() and "not JSON" in r.getMessage() for r in caplog.records)
@@ -318,14 +317,14 @@ def test_an_unusable_home_costs_the_memory_of_formats_not_the_call(tmp_path, cap
 
 
 def _remember_many(path: str, model: str) -> None:
-    store = NegotiationStore(__import__("pathlib").Path(path))
+    store = ProfileStore(__import__("pathlib").Path(path))
     for i in range(20):
         store.remember("http://shared/v1", model, "structured", "json_object", f"try {i}")
         store.remember("http://shared/v1", model, "tools", "content", f"try {i}")
 
 
 def test_concurrent_runs_on_one_home_keep_every_entry(tmp_path):
-    path = negotiated_path(tmp_path)
+    path = store_path(tmp_path)
     context = multiprocessing.get_context("spawn")
     workers = [context.Process(target=_remember_many, args=(str(path), f"model-{n}")) for n in range(4)]
     for worker in workers:
@@ -339,18 +338,41 @@ def test_concurrent_runs_on_one_home_keep_every_entry(tmp_path):
         ("json_object", "content", "try 19")}
 
 
-def test_artoo_config_lists_each_remembered_endpoint(artoo_env):
+def test_artoo_config_prints_each_endpoints_profile(artoo_env, monkeypatch):
     home = artoo_env / "home"
-    NegotiationStore(negotiated_path(home)).remember("http://127.0.0.1:8080/v1", "qwen", "structured",
-                                                     "json_object_schema", "HTTP 500: Input should be 'text'")
+    store = ProfileStore(store_path(home))
+    store.remember("http://127.0.0.1:8080/v1", "qwen", "structured", "json_object_schema",
+                   "HTTP 500: Input should be 'text'")
+    store.update("http://127.0.0.1:8080/v1", "qwen", {
+        "sampling_refused": {"temperature": "HTTP 400: Unsupported value: 'temperature'"},
+        "grammar": True, "window": {"tokens": 4096, "source": "server http://127.0.0.1:8080/props n_ctx"},
+        "cache": {"prompt_cache": True, "id_slot": True, "slots": 2, "reports_cache_n": True}})
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9999/v1")  # configured, never reached yet
+    monkeypatch.setenv("OPENAI_MODEL", "gpt-x")
     code, out, _ = run_cli("config")
     assert code == 0
-    section = out[out.index("LLM formats negotiated"):]
-    assert "http://127.0.0.1:8080/v1  model 'qwen'" in section
-    assert "structured json_object_schema  (HTTP 500: Input should be 'text')" in section
-    assert "tools      native  (not used yet)" in section
+    section = out[out.index("LLM endpoint profiles"):].splitlines()
+    assert section[1:] == [
+        "  http://127.0.0.1:8080/v1  model 'qwen'",
+        "    structured json_object_schema  (HTTP 500: Input should be 'text')",
+        "    tools      native  (not used yet)",
+        "    sampling   temperature not sent  (HTTP 400: Unsupported value: 'temperature')",
+        "    window     4096 tokens  (server http://127.0.0.1:8080/props n_ctx; its grammar takes maxLength)",
+        "    cache      prompt cache reused, id_slot over 2 slot(s), answers report timings.cache_n",
+        "  http://127.0.0.1:9999/v1  model 'gpt-x'",
+        "    structured json_schema  (not used yet)",
+        "    tools      native  (not used yet)"]
     code, out, _ = run_cli("config", "--json")
-    assert json.loads(out)["llm_negotiated"]["http://127.0.0.1:8080/v1"]["qwen"]["structured"] == "json_object_schema"
+    profiles = json.loads(out)["llm_profiles"]
+    assert profiles["http://127.0.0.1:8080/v1"]["qwen"]["structured"] == "json_object_schema"
+    assert profiles["http://127.0.0.1:8080/v1"]["qwen"]["window"]["tokens"] == 4096
+    assert profiles["http://127.0.0.1:9999/v1"]["gpt-x"]["tools_because"] is None
+
+
+def test_artoo_config_says_when_no_endpoint_is_known(artoo_env):
+    code, out, _ = run_cli("config")
+    assert code == 0 and out[out.index("LLM endpoint profiles"):].splitlines()[1] == (
+        "  none yet: the first request to an endpoint tries json_schema and native tools")
 
 
 # --- a whole run ----------------------------------------------------------------------------------
@@ -387,6 +409,6 @@ def test_a_run_against_a_refusing_server_completes_and_its_decision_log_shows_th
     assert [r["refused"] for r in calls if r.get("refused")] == ["response_format" if modes["tools"] == "native"
                                                                  else "tools"]
     assert calls[-1]["negotiated"] == modes
-    stored = NegotiationStore(negotiated_path(load_settings().home_dir)).get(server.base_url, "scripted")
+    stored = ProfileStore(store_path(load_settings().home_dir)).get(server.base_url, "scripted")
     assert {k: stored[k] for k in modes if k != "turn"} == {k: v for k, v in modes.items() if k != "turn"}
     assert "turn" not in stored  # the content turns' schema was taken: nothing moved, nothing stored

@@ -20,7 +20,9 @@ from artoo.config.settings import LLMParams, load_settings
 from artoo.runner import report
 from artoo.tasks.decisions.log import DecisionLog
 from artoo.tasks.llm import CallRecord, OpenAICompatLLM, cost_report
-from artoo.tasks.llm.budget import (
+from artoo.tasks.llm.profile import from_models, from_props, server_root
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.transport.budget import (
     BLOCK_FLOOR,
     MESSAGE_TOKENS,
     PromptTooLong,
@@ -31,8 +33,7 @@ from artoo.tasks.llm.budget import (
     message_chars,
     shorten_plan,
 )
-from artoo.tasks.llm.context import context_window, forget, from_models, from_props, server_root
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.transport.requests import context_window, forget
 from artoo.tasks.roles import perceiver, planner
 from artoo.tasks.roles.prompting import fence_untrusted
 from artoo.timeline import render

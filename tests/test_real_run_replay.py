@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
-from artoo.tasks.llm.transcript import scenario_from_transcript
+from artoo.tasks.llm.profile import ProfileStore, store_path
+from artoo.tasks.llm.testing.transcript import scenario_from_transcript
 from artoo.timeline import render
 from tests.conftest import final_from, run_cli
 
@@ -55,7 +55,7 @@ def test_run_t10_replayed_ends_as_it_did_with_every_tool_run_for_real(scripted, 
 
     folder = three_files(artoo_env)
     server = scripted(scenario_from_transcript(T10).model_dump())
-    NegotiationStore(negotiated_path(load_settings().home_dir)).remember(
+    ProfileStore(store_path(load_settings().home_dir)).remember(
         server.base_url, "scripted", "tools", "content", "t10's home remembered the content protocol")
     code, out, _ = run_cli("run", "--json", REQUEST)
     assert (code, final_from(out)["directive"]) == (1, "abandon")  # t10 exited 0 with this very totals.md
@@ -122,7 +122,7 @@ def test_run_t16_replayed_r4b_passes_failed_by_code_and_the_run_abandons(scripte
 
     folder = three_files(artoo_env)
     server = scripted(scenario_from_transcript(T16).model_dump())
-    NegotiationStore(negotiated_path(load_settings().home_dir)).remember(
+    ProfileStore(store_path(load_settings().home_dir)).remember(
         server.base_url, "scripted", "tools", "content", "t16's home remembered the content protocol")
     code, out, _ = run_cli("run", "--json", REQUEST)
     assert (code, final_from(out)["directive"]) == (1, "abandon")
@@ -152,7 +152,7 @@ def test_run_t19_replayed_the_placeholder_written_blind_is_not_run(scripted, art
 
     folder = three_files(artoo_env)
     server = scripted(scenario_from_transcript(T19).model_dump())
-    NegotiationStore(negotiated_path(load_settings().home_dir)).remember(
+    ProfileStore(store_path(load_settings().home_dir)).remember(
         server.base_url, "scripted", "tools", "content", "t19's home remembered the content protocol")
     code, out, _ = run_cli("run", "--json", REQUEST)
     assert code != 0 and final_from(out)["directive"] != "accept"
@@ -179,7 +179,7 @@ def test_run_t21_replayed_the_blind_rewrite_is_not_run_and_the_kept_file_stands(
 
     folder = three_files(artoo_env)
     server = scripted(scenario_from_transcript(T21).model_dump())
-    NegotiationStore(negotiated_path(load_settings().home_dir)).remember(
+    ProfileStore(store_path(load_settings().home_dir)).remember(
         server.base_url, "scripted", "tools", "content", "t21's home remembered the content protocol")
     code, out, _ = run_cli("run", "--json", REQUEST)
     assert (code, final_from(out)["directive"], final_from(out)["replans"]) == (0, "accept", 1)
@@ -207,7 +207,7 @@ def test_run_t30_replayed_a_literal_shell_substitution_is_not_accepted(scripted,
 
     folder = three_files(artoo_env)
     server = scripted(scenario_from_transcript(T30).model_dump())
-    NegotiationStore(negotiated_path(load_settings().home_dir)).remember(
+    ProfileStore(store_path(load_settings().home_dir)).remember(
         server.base_url, "scripted", "tools", "content", "t30's home was seeded with the content protocol")
     code, out, _ = run_cli("run", "--json", REQUEST)
     assert code != 0 and final_from(out)["directive"] != "accept"  # t30 exited 0 here
@@ -243,7 +243,7 @@ def test_run_t35_replayed_a_fresh_home_probes_moves_to_content_and_accepts_the_r
     assert (folder / "totals.md").read_text().split() == RIGHT
     tools = [e["body"] for e in server.requests if e["schema"] == "tools"]
     assert [bool(t.get("tools")) for t in tools] == [True, False, False]  # native, the probe, content
-    stored = NegotiationStore(negotiated_path(load_settings().home_dir)).get(server.base_url, "scripted")
+    stored = ProfileStore(store_path(load_settings().home_dir)).get(server.base_url, "scripted")
     assert stored["tools"] == "content" and stored["tools_because"].startswith("behaviour: an executor's first")
     _, records = load_run(load_settings().home_dir)
     assert not [r for r in records if r["kind"] == "grounded"]  # both passes rest on what code recorded

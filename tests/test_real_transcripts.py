@@ -20,8 +20,8 @@ import pytest
 from artoo.config.errors import LLMOutputError
 from artoo.config.settings import load_settings
 from artoo.tasks.llm import OpenAICompatLLM
-from artoo.tasks.llm.scripted_server import Scenario, ScriptedLLMServer, route_name
-from artoo.tasks.llm.transcript import entry_of, read_transcript, scenario_from_transcript
+from artoo.tasks.llm.testing.scripted_server import Scenario, ScriptedLLMServer, route_name
+from artoo.tasks.llm.testing.transcript import entry_of, read_transcript, scenario_from_transcript
 
 HERE = Path(__file__).parent / "transcripts"
 TRANSCRIPTS = sorted(HERE.glob("*.jsonl"))

@@ -18,8 +18,8 @@ import pytest
 from artoo.config.contracts import Criterion
 from artoo.config.settings import load_settings
 from artoo.tasks.llm import OpenAICompatLLM
-from artoo.tasks.llm.scripted_server import Scenario, ScriptedLLMServer, route_name
-from artoo.tasks.llm.transcript import entry_of, read_transcript
+from artoo.tasks.llm.testing.scripted_server import Scenario, ScriptedLLMServer, route_name
+from artoo.tasks.llm.testing.transcript import entry_of, read_transcript
 from artoo.tasks.roles.prompting import align_verdicts
 
 HERE = Path(__file__).parent / "transcripts"

@@ -24,8 +24,8 @@ from artoo.config.contracts import (
     SubTaskOutcome,
 )
 from artoo.config.protocol import AgentVerdict, TaskVerdict
-from artoo.tasks.llm.fake import ScriptedLLM
-from artoo.tasks.llm.transcript import read_transcript
+from artoo.tasks.llm.testing.fake import ScriptedLLM
+from artoo.tasks.llm.testing.transcript import read_transcript
 from artoo.tasks.roles import agent_validator, grounding, meta_validator
 
 T12 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-7.jsonl"

@@ -22,10 +22,9 @@ import pytest
 from artoo.config.protocol import AgentVerdict, Consolidation, ExecutionAnswer, PlanAnswer, TaskVerdict
 from artoo.config.settings import load_settings
 from artoo.tasks.llm import OpenAICompatLLM
-from artoo.tasks.llm.extract import brace_pairs, object_spans
-from artoo.tasks.llm.parsing import InvalidAnswer
-from artoo.tasks.llm.repair import as_string, enum_match, plan_sequences, repair_answer
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.output.extract import brace_pairs, object_spans
+from artoo.tasks.llm.output.repair import InvalidAnswer, as_string, enum_match, plan_sequences, repair_answer
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 from tests.conftest import final_from, run_cli
 from tests.scenario_kit import agent, call, crit, scenario, spec, task_verdict, verdict
 

@@ -8,7 +8,7 @@ import pytest
 
 from artoo.config.contracts import Criterion, CriterionVerdict, ExecutionResult, GapPoint, SubTask
 from artoo.config.protocol import AgentVerdict, VerdictAnswer
-from artoo.tasks.llm.fake import ScriptedLLM
+from artoo.tasks.llm.testing.fake import ScriptedLLM
 from artoo.tasks.roles.agent_validator import (
     correction,
     gap_point,

@@ -11,7 +11,7 @@ import pytest
 from artoo.config.contracts import CorrectionSignal, Criterion, SubTask
 from artoo.config.errors import EnvironmentalFailure
 from artoo.tasks.llm.base import ToolCallRequest, ToolTurn
-from artoo.tasks.llm.fake import ScriptedLLM
+from artoo.tasks.llm.testing.fake import ScriptedLLM
 from artoo.tasks.roles.executor import execute, offered, printed, with_printed
 from artoo.tasks.roles.prompting import FENCE_OPEN
 

@@ -16,7 +16,7 @@ from artoo.config.contracts import (
     SubTaskOutcome,
 )
 from artoo.config.protocol import TaskVerdict, VerdictAnswer
-from artoo.tasks.llm.fake import ScriptedLLM
+from artoo.tasks.llm.testing.fake import ScriptedLLM
 from artoo.tasks.roles.meta_validator import (
     KeptResult,
     decide,

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from artoo.config.contracts import TaskSpec
-from artoo.tasks.llm.fake import ScriptedLLM
+from artoo.tasks.llm.testing.fake import ScriptedLLM
 from artoo.tasks.roles.perceiver import perceive, sanitise_task_id, stated_deadline
 from artoo.tasks.roles.prompting import FENCE_OPEN
 

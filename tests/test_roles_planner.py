@@ -8,7 +8,7 @@ import pytest
 
 from artoo.config.contracts import Constraints, Loss, PlanDirective, TaskSpec
 from artoo.config.protocol import PlanAnswer
-from artoo.tasks.llm.fake import ScriptedLLM
+from artoo.tasks.llm.testing.fake import ScriptedLLM
 from artoo.tasks.roles.planner import plan
 from artoo.tasks.roles.prompting import FENCE_OPEN
 

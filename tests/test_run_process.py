@@ -63,7 +63,7 @@ def env(tmp_path: Path, prefect_api: str) -> dict[str, str]:
 
 
 def brain(env: dict[str, str], script: dict):
-    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+    from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
     server = ScriptedLLMServer(script).start()
     return server, {**env, "OPENAI_BASE_URL": server.base_url, "OPENAI_MODEL": "scripted", "OPENAI_API_KEY": "k"}

@@ -1,4 +1,5 @@
-"""llm.temperature and llm.max_tokens: sent with every request when set (early or not), never when unset."""
+"""llm.temperature and llm.max_tokens: sent with every request when set (early or not), never when unset, and
+never to an endpoint that refused the field (tests/test_endpoint_profile.py)."""
 
 from __future__ import annotations
 
@@ -8,22 +9,24 @@ import pytest
 
 from artoo.config.settings import LLMParams, load_settings
 from artoo.tasks.llm import OpenAICompatLLM
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer
-from artoo.tasks.llm.wire import sampling
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.transport.requests import sampling
 
 SPEC = {"task_id": "t", "intent": "count lines", "constraints": {"scope": ".", "deadline": None}}
 TOOL = {"name": "shell", "description": "Run a command", "parameters": {
     "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
 
 
-@pytest.mark.parametrize(("params", "sent"), [
-    ({}, {}),
-    ({"temperature": 0.2}, {"temperature": 0.2}),
-    ({"temperature": 0.0, "max_tokens": 1024}, {"temperature": 0.0, "max_tokens": 1024}),
-    ({"max_tokens": 64}, {"max_tokens": 64}),
+@pytest.mark.parametrize(("params", "refused", "sent"), [
+    ({}, set(), {}),
+    ({"temperature": 0.2}, set(), {"temperature": 0.2}),
+    ({"temperature": 0.0, "max_tokens": 1024}, set(), {"temperature": 0.0, "max_tokens": 1024}),
+    ({"max_tokens": 64}, set(), {"max_tokens": 64}),
+    ({"temperature": 0.2, "max_tokens": 64}, {"max_tokens"}, {"temperature": 0.2}),  # the endpoint refused it
+    ({"temperature": 0.2}, {"temperature", "max_tokens"}, {}),
 ])
-def test_sampling_sends_only_what_is_set(params: dict, sent: dict) -> None:
-    assert sampling(LLMParams(**params)) == sent
+def test_sampling_sends_only_what_is_set_and_not_refused(params: dict, refused: set[str], sent: dict) -> None:
+    assert sampling(LLMParams(**params), frozenset(refused)) == sent
 
 
 def test_every_request_carries_the_chosen_sampling(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:

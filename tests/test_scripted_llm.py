@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from artoo.tasks.llm.scripted_server import Scenario, ScriptedLLMServer, message_text, route_name
+from artoo.tasks.llm.testing.scripted_server import Scenario, ScriptedLLMServer, message_text, route_name
 
 
 def _chat(base_url: str, body: dict) -> httpx.Response:

@@ -28,9 +28,9 @@ from artoo.config.errors import EnvironmentalFailure
 from artoo.config.settings import load_settings
 from artoo.inflight import InflightDisplay, describe
 from artoo.tasks.llm import OpenAICompatLLM
-from artoo.tasks.llm.early import EARLY
-from artoo.tasks.llm.progress import INFLIGHT, Call, Inflight
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.transport.early import EARLY
+from artoo.tasks.llm.transport.progress import INFLIGHT, Call, Inflight
 from tests.processes import read_until
 from tests.scenario_kit import scenario, spec
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from artoo.tasks.llm.strict import resolve, strict_json_schema, strictify
+from artoo.tasks.llm.output.modes import resolve, strict_json_schema, strictify
 
 
 class Leaf(BaseModel):

@@ -26,7 +26,7 @@ from artoo.config.contracts import Megram
 from artoo.memory.pg_store import PostgresMemoryStore
 from artoo.memory.potentials import from_us
 from artoo.memory.store import MemoryStore
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.slow

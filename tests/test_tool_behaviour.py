@@ -17,11 +17,10 @@ import pytest
 
 from artoo.config.settings import load_settings
 from artoo.tasks.llm import OpenAICompatLLM
-from artoo.tasks.llm.behaviour import SilentToolWatch
-from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
-from artoo.tasks.llm.scripted_server import Scenario, ScriptedLLMServer
-from artoo.tasks.llm.tool_protocol import NEXT_STEP, TOOLS_NOTE_HEAD
-from artoo.tasks.llm.transcript import entry_of, read_transcript
+from artoo.tasks.llm.output.modes import NEXT_STEP, TOOLS_NOTE_HEAD
+from artoo.tasks.llm.profile import ProfileStore, SilentToolWatch, store_path
+from artoo.tasks.llm.testing.scripted_server import Scenario, ScriptedLLMServer
+from artoo.tasks.llm.testing.transcript import entry_of, read_transcript
 
 TRANSCRIPT = Path(__file__).parent / "transcripts" / "llama-server-count-lines-2.jsonl"
 GLOB = {"type": "function", "function": {"name": "glob", "description": "Find files", "parameters": {
@@ -98,7 +97,7 @@ def test_a_model_that_never_calls_native_tools_moves_to_the_content_protocol(tmp
         turns = _attempts(_llm(srv, tmp_path), 4)
         sent = [r["body"] for r in srv.requests]
         remembered = _llm(srv, tmp_path).tool_mode("tool")
-        stored = NegotiationStore(negotiated_path(tmp_path)).get(srv.base_url, "qwen")
+        stored = ProfileStore(store_path(tmp_path)).get(srv.base_url, "qwen")
     assert [t.final is not None for t in turns[:3]] == [True, True, True]
     assert [(c.name, c.arguments) for c in turns[3].tool_calls] == [("glob", {"pattern": "*.txt"})]
     assert all(body["tools"] == [GLOB] for body in sent[:3])
@@ -119,12 +118,12 @@ def test_no_move_when_switched_off_or_when_the_model_calls_tools(tmp_path, silen
         sent = [r["body"] for r in srv.requests]
         mode = llm.tool_mode("tool")
     assert mode == "native" and all(body.get("tools") == [GLOB] for body in sent)
-    assert NegotiationStore(negotiated_path(tmp_path)).get(srv.base_url, "qwen")["tools"] == "native"
+    assert ProfileStore(store_path(tmp_path)).get(srv.base_url, "qwen")["tools"] == "native"
 
 
 def test_the_content_protocol_closes_the_last_tool_result_with_the_next_step():
     """Handed glob's output as a bare user message, the real model asked for the same glob again (ls4)."""
-    from artoo.tasks.llm.tool_protocol import content_messages
+    from artoo.tasks.llm.output.modes import content_messages
 
     call = {"id": "c1", "type": "function", "function": {"name": "glob", "arguments": '{"pattern": "*.txt"}'}}
     wire = [{"role": "user", "content": "count"}, {"role": "assistant", "content": None, "tool_calls": [call]},
@@ -165,7 +164,7 @@ def test_a_silent_first_turn_is_asked_again_in_the_content_protocol_and_a_call_t
         llm.observer = observed.append  # what the decision log records (artoo log shows "tools mode content")
         turn = _attempts(llm, 1)[0]
         sent = [r["body"] for r in srv.requests]
-        stored = NegotiationStore(negotiated_path(tmp_path)).get(srv.base_url, "qwen")
+        stored = ProfileStore(store_path(tmp_path)).get(srv.base_url, "qwen")
     assert [(c.name, c.arguments) for c in turn.tool_calls] == [("glob", {"pattern": "*.txt"})] and turn.final is None
     assert sent[0]["tools"] == [GLOB] and "tools" not in sent[1]
     assert sent[1]["messages"][0]["content"].count(TOOLS_NOTE_HEAD) == 1

@@ -17,11 +17,11 @@ import pytest
 from artoo.config.protocol import ExecutionAnswer
 from artoo.config.settings import load_settings
 from artoo.tasks.llm import OpenAICompatLLM
-from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
-from artoo.tasks.llm.repair import repair_answer
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer
-from artoo.tasks.llm.tool_protocol import PROTOCOL_KEYS, TURN_SCHEMA, content_tool_calls, turn_schema
-from artoo.tasks.llm.wire import tool_request, turn_format
+from artoo.tasks.llm.output.extract import content_tool_calls
+from artoo.tasks.llm.output.modes import PROTOCOL_KEYS, TURN_SCHEMA, tool_request, turn_format, turn_schema
+from artoo.tasks.llm.output.repair import repair_answer
+from artoo.tasks.llm.profile import ProfileStore, store_path
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
 GLOB = {"type": "function", "function": {"name": "glob", "description": "Find files", "parameters": {
     "type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"],
@@ -118,11 +118,11 @@ SHAPED = {"tools": [
 @pytest.mark.parametrize("refusal", [{"refuse": "llama-cpp-python"}, {"reject_json_schema": True}])
 def test_a_refused_turn_schema_moves_only_the_turn_and_the_retry_carries_the_schema_another_way(tmp_path, refusal):
     with ScriptedLLMServer({**refusal, "answers": SHAPED}) as srv:
-        store = NegotiationStore(negotiated_path(tmp_path))
+        store = ProfileStore(store_path(tmp_path))
         store.remember(srv.base_url, "qwen", "tools", "content", "HTTP 400: does not support tools")
         first, final = _turns(_llm(srv, tmp_path))
         log = srv.requests
-        entry = NegotiationStore(negotiated_path(tmp_path)).get(srv.base_url, "qwen")
+        entry = ProfileStore(store_path(tmp_path)).get(srv.base_url, "qwen")
         again = _llm(srv, tmp_path)
     assert [(c.name, c.arguments) for c in first.tool_calls] == [("glob", {"pattern": "*.txt"})]
     assert final.final == ExecutionAnswer(status="completed", output="a.txt")
@@ -136,7 +136,7 @@ def test_a_refused_turn_schema_moves_only_the_turn_and_the_retry_carries_the_sch
 
 def test_a_turn_is_never_held_to_more_than_the_roles_structured_mode(tmp_path):
     with ScriptedLLMServer({"answers": SHAPED}) as srv:
-        store = NegotiationStore(negotiated_path(tmp_path))
+        store = ProfileStore(store_path(tmp_path))
         store.remember(srv.base_url, "qwen", "tools", "content", "HTTP 400: does not support tools")
         store.remember(srv.base_url, "qwen", "structured", "json_object", "HTTP 400: Unknown parameter")
         _turns(_llm(srv, tmp_path))

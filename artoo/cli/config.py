@@ -1,57 +1,76 @@
-"""``artoo config``: the effective settings, and what each LLM endpoint was found to accept.
+"""``artoo config``: the effective settings, and each LLM endpoint's profile as artoo found it.
 
-The second part is read from ``$ARTOO_HOME/llm/negotiated.json`` (artoo.tasks.llm.negotiated): a user
-whose model answers oddly sees at once which structured-output and tool mode artoo settled on, and
-the refusal that made it.
+The second part is read from ``$ARTOO_HOME/llm/negotiated.json`` (artoo.tasks.llm.profile): a user
+whose model answers oddly sees at once which structured-output and tool mode artoo settled on and the
+refusal that made it, the sampling fields the endpoint refused, its context window and its prompt
+cache.  An endpoint the settings name but no request has reached yet is listed with the forms its
+first request will try.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from artoo.config.errors import ArtooError, ConfigurationError
 
+if TYPE_CHECKING:
+    from artoo.config.settings import Settings
+    from artoo.tasks.llm.profile import EndpointProfile, ProfileStore
+
 err = Console(stderr=True, highlight=False)
 
 
 def config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """Print the effective settings, secrets masked, and the formats negotiated with each LLM endpoint."""
+    """Print the effective settings, secrets masked, and the profile of each LLM endpoint."""
     from artoo.config.settings import load_settings
-    from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
+    from artoo.tasks.llm.profile import ProfileStore, store_path
 
     try:
         settings = load_settings()
         data = settings.masked()
-        store = NegotiationStore(negotiated_path(settings.home_dir))
+        store = ProfileStore(store_path(settings.home_dir))
     except ArtooError as exc:
         err.print(f"[bold red]artoo:[/] {exc}")
         raise typer.Exit(2 if isinstance(exc, ConfigurationError) else 1) from None
-    negotiated = store.entries()
+    profiles = known_profiles(settings, store)
     if as_json:
-        print(json.dumps({**data, "llm_negotiated": negotiated}, indent=2, default=str))
+        shown: dict[str, dict] = {}
+        for profile in profiles:
+            shown.setdefault(profile.base_url, {})[profile.model] = profile.model_dump(
+                mode="json", exclude={"base_url", "model"})
+        print(json.dumps({**data, "llm_profiles": shown}, indent=2, default=str))
         return
     from rich.pretty import Pretty
 
     Console().print(Pretty(data, expand_all=True))
-    Console().print(negotiated_section(store.path, negotiated), highlight=False, soft_wrap=True)
+    Console().print(profiles_section(store.path, profiles), highlight=False, soft_wrap=True)
 
 
-def negotiated_section(path: Path, entries: dict) -> str:
-    """What each endpoint and model accepted, and why (the refusal that moved it, or "accepted")."""
-    lines = [f"LLM formats negotiated ({path}; delete it to probe again):"]
-    for base_url, models in sorted(entries.items()):
-        for model, entry in sorted(models.items()):
-            lines.append(f"  {base_url}  model {model!r}")
-            for kind, default in (("structured", "json_schema"), ("tools", "native")):
-                because = entry.get(f"{kind}_because", "not used yet")
-                lines.append(f"    {kind:<10} {entry.get(kind, default)}  ({because})")
-            if "turn" in entry:  # moved only by a refusal of the content-protocol turn's schema
-                lines.append(f"    {'turn':<10} {entry['turn']}  ({entry.get('turn_because', '')})")
+def known_profiles(settings: Settings, store: ProfileStore) -> list[EndpointProfile]:
+    """Every endpoint the home has a profile of, then each configured tier's endpoint it has none of yet."""
+    profiles = store.profiles()
+    seen = {(p.base_url, p.model) for p in profiles}
+    for tier in ("brain", "tool"):
+        resolved = settings.tier(tier)
+        if resolved.base_url and resolved.model and (resolved.base_url, resolved.model) not in seen:
+            seen.add((resolved.base_url, resolved.model))
+            profiles.append(store.profile(resolved.base_url, resolved.model))
+    return profiles
+
+
+def profiles_section(path: Path | None, profiles: list[EndpointProfile]) -> str:
+    """Each endpoint's profile: the request forms it takes and why, what it refused, its window and its cache."""
+    from artoo.tasks.llm.profile import describe
+
+    lines = [f"LLM endpoint profiles ({path}; delete it to probe again):"]
+    for profile in profiles:
+        lines.append(f"  {profile.base_url}  model {profile.model!r}")
+        lines += [f"    {line}" for line in describe(profile)]
     if len(lines) == 1:
         lines.append("  none yet: the first request to an endpoint tries json_schema and native tools")
     return "\n".join(lines)

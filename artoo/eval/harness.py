@@ -219,20 +219,23 @@ async def run_sequence(suite: Suite, tasks: list[Task], strategy: str, options: 
 
 
 def carry_negotiated(source: Path, target: Path) -> None:
-    """Copy the negotiated request forms of one home into another (artoo.tasks.llm.negotiated).
+    """Copy what one home learnt of each endpoint (its profile's request forms) into another
+    (artoo.tasks.llm.profile).
 
     Why: a strategy's fresh home must not know what memory learnt, but what the *server* accepts is not
     memory: without this each strategy (and the person's next ``artoo run``) pays the refused requests
     and the silent executor attempts again, minutes each on a local CPU model."""
-    from artoo.tasks.llm.negotiated import NegotiationStore, negotiated_path
-    from artoo.tasks.llm.negotiator import KINDS
+    from artoo.tasks.llm.profile import KINDS, ProfileStore, store_path
 
-    into = NegotiationStore(negotiated_path(target))
-    for base_url, models in NegotiationStore(negotiated_path(source)).entries().items():
+    into = ProfileStore(store_path(target))
+    for base_url, models in ProfileStore(store_path(source)).entries().items():
         for model, entry in models.items():
             for kind in KINDS:
                 if kind in entry and into.get(base_url, model).get(kind) != entry[kind]:
                     into.remember(base_url, model, kind, entry[kind], entry.get(f"{kind}_because", "carried"))
+            refused = entry.get("sampling_refused")
+            if isinstance(refused, dict) and refused and into.get(base_url, model).get("sampling_refused") != refused:
+                into.update(base_url, model, {"sampling_refused": refused})
 
 
 def person_home() -> Path | None:
@@ -273,7 +276,7 @@ async def artoo_eval(suite: str, limit: int | None, brain: str, strategies: list
     server = None
     try:
         if sim is not None:
-            from artoo.tasks.llm.scripted_server import Scenario, ScriptedLLMServer
+            from artoo.tasks.llm.testing.scripted_server import Scenario, ScriptedLLMServer
 
             server = ScriptedLLMServer(Scenario(), responder=sim.respond).start()
             env.update(endpoint_env(server.base_url))

@@ -1,17 +1,20 @@
-"""The LLM layer: one small interface (``LLM``) for every role, over OpenAI-compatible HTTP.
+"""The LLM layer: one small interface (``LLM``) for every role, over any OpenAI-compatible endpoint.
 
-``OpenAICompatLLM`` is the real implementation; ``RequestBuilder`` (its base) fixes what each
-request is and sends one early without importing ``openai``; ``ScriptedLLM`` (``artoo.tasks.llm.fake``)
-is the in-process fake for pure-logic tests; ``cost_report`` turns CallRecords into the per-role cost
-table.  Nothing is imported until asked for: ``artoo run`` sends R1 before ``openai`` is loaded.
+Why these layers (as in pydantic-ai: provider, profile and output mode apart): ``base`` is the interface
+and its types; ``profile`` is what one endpoint and model can do (the request forms it takes, its window,
+its prompt cache), learnt from the server and kept in the home; ``output`` builds each mode's request and
+reads the answer back, repaired where it can be; ``transport`` fixes each request's words, sends it
+(early, when it can) and reads the reply (``OpenAICompatLLM``).  The test doubles (the scripted server,
+``ScriptedLLM``, transcript replay) are ``artoo.tasks.llm.testing``, which runtime code never imports.
+Nothing is imported until asked for: ``artoo run`` sends R1 before ``openai`` is loaded.
 """
 
 from artoo import exports
 
 __all__, __getattr__ = exports(__name__, {
-    "base": ("LLM", "ROLE_TIER", "TOOLS_SCHEMA", "CallRecord", "ToolCallRequest", "ToolTurn", "cost_report",
-             "tier_of"),
-    "client": ("OpenAICompatLLM",),
-    "outgoing": ("RequestBuilder",),
-    "fake": ("ScriptedLLM", "ScriptExhausted"),
+    "base": ("LLM", "ROLE_TIER", "TOOLS_SCHEMA", "CallRecord", "Endpoint", "ToolCallRequest", "ToolTurn",
+             "cost_report", "tier_of"),
+    "profile": ("EndpointProfile",),
+    "transport.client": ("OpenAICompatLLM",),
+    "transport.requests": ("RequestBuilder",),
 })

@@ -1,10 +1,10 @@
-"""The one small LLM interface the roles depend on, and its bookkeeping types.
+"""The one small LLM interface the roles depend on, the tiers that serve them, and the bookkeeping types.
 
-Roles (R1 … R4b, the Dreamer) ask for a validated answer model or an executor tool turn;
-they never see the ``openai`` package.  Fakes for pure-logic tests implement ``LLM``;
-the real client (``OpenAICompatLLM``) implements it over HTTP.  Every request leaves a
-``CallRecord`` so the cost of a run can be reported per role (spec: token cost vs. time
-cost).
+Why: roles (R1 … R4b, the Dreamer) ask for a validated answer model or an executor tool turn and never
+see the ``openai`` package, so everything they and the layers below share lives here, free of I/O.
+Fakes for pure-logic tests implement ``LLM``; the real client (``OpenAICompatLLM``) implements it over
+HTTP.  Every request leaves a ``CallRecord`` so the cost of a run can be reported per role (spec:
+token cost vs. time cost).
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from typing import Literal, NamedTuple, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from artoo.config.protocol import SCHEMAS, Answer, ExecutionAnswer
+
+__all__ = ["LLM", "ROLE_TIER", "TOOLS_SCHEMA", "CallRecord", "Endpoint", "Repair", "Tier", "ToolCallRequest",
+           "ToolTurn", "answer_model", "cost_report", "tier_of"]
 
 Tier = Literal["brain", "tool"]
 
@@ -43,8 +46,28 @@ def answer_model(schema: str) -> type[Answer]:
         raise ValueError(f"unknown answer schema {schema!r}; known: {', '.join(SCHEMAS)}") from None
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """One resolved tier endpoint: where a role's requests go, as the settings name it."""
+
+    tier: str
+    base_url: str
+    model: str
+    api_key: str
+    timeout_s: float
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What an endpoint profile is kept under: the server and the model it serves."""
+        return self.base_url, self.model
+
+    def env(self, field: str) -> str:
+        """The environment variables that set a field of this tier, e.g. BRAIN_MODEL / OPENAI_MODEL."""
+        return f"{self.tier.upper()}_{field} / OPENAI_{field}"
+
+
 class Repair(NamedTuple):
-    """One deterministic fix applied to a model's answer before it was used (artoo.tasks.llm.repair)."""
+    """One deterministic fix applied to a model's answer before it was used (artoo.tasks.llm.output.repair)."""
 
     kind: str
     """Machine-readable: fenced_json, to_string, enum_case, sequence_base, …"""
@@ -65,7 +88,7 @@ class CallRecord:
     ok: bool
     error: str | None = None
     budget: dict | None = None
-    """The prompt budget of the request (artoo.tasks.llm.budget): window, its source, estimate, cuts."""
+    """The prompt budget of the request (artoo.tasks.llm.transport.budget): window, its source, estimate, cuts."""
     repairs: list[Repair] = field(default_factory=list)
     """The fixes that made this answer valid without asking the model again."""
 

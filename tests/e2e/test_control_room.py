@@ -97,7 +97,7 @@ def seed_memory(home: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def control_room(e2e_server, tmp_path_factory) -> Room:
     """Serve the deployments, run artoo-task from its deployment, wait for it; stop serving at the end."""
-    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+    from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
     base = tmp_path_factory.mktemp("control-room")
     home, workspace = base / "home", base / "workspace"

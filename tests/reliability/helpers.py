@@ -85,7 +85,7 @@ def closed_port_url() -> str:
 
 def run_cases(cases: list[Case], root: Path, timeout: float = 240) -> dict[str, Ran]:
     """Run every case as a real ``artoo run --json`` process, all at once; returns what each left."""
-    from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+    from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
     servers, procs = {}, {}
     try:

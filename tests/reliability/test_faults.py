@@ -24,7 +24,7 @@ import pytest
 from artoo.memory.store import MemoryStore
 from artoo.tasks.audit.chain import verify
 from artoo.tasks.audit.log import AuditPaths, iter_records
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 from tests.reliability.helpers import ARTOO, ROOT, case_env, clear_outcome
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 from tests.test_memory_stress import DREAMER, _spawn, _template

@@ -1,5 +1,5 @@
 """Broken plans: 0 or 200 subtasks, gapped, duplicate, missing and sub-1 sequence numbers (the last two are
-repaired before validation, artoo.tasks.llm.repair).
+repaired before validation, artoo.tasks.llm.output.repair).
 
 A plan is a hypothesis written by a model; code checks, caps and orders it.  A sequence is a
 number, not a dependency edge, so a cycle cannot even be written: the worst a planner can do

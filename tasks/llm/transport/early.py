@@ -17,7 +17,8 @@ answer is then dropped unread, costing one request.
 
 The early requests run on one background event loop per process (``_Lane``), because the code
 that knows the words may be synchronous (the CLI) or on another loop than the task that awaits
-the answer; ``asyncio.wrap_future`` bridges the two.  Nothing here imports Prefect.
+the answer; ``asyncio.wrap_future`` bridges the two.  Nothing here imports Prefect or does HTTP (the
+request itself is ``http.post_chat``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+__all__ = ["EARLY", "EXPIRE_S", "EarlyRequests", "answer_of", "request_key"]
 
 EXPIRE_S = 600.0
 """An early answer nobody asked for within this long is dropped (its run ended or took another path)."""

@@ -2,7 +2,7 @@
 
 It implements the ``LLM`` protocol from queues of answers, so a role's logic can be
 tested without a server.  It is a fake of the *interface*, not of ``openai``: tests that
-care about the wire (formats, repair, errors) use ``artoo.tasks.llm.scripted_server`` instead.
+care about the wire (formats, repair, errors) use ``artoo.tasks.llm.testing.scripted_server`` instead.
 
 A queued item may be an answer model, a dict (validated against the schema), a callable
 taking the messages (for answers that depend on the prompt, e.g. parallel subtasks), or
@@ -17,6 +17,8 @@ from typing import Any
 
 from artoo.config.protocol import Answer, ExecutionAnswer
 from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolCallRequest, ToolTurn, answer_model, tier_of
+
+__all__ = ["ScriptExhausted", "ScriptedLLM", "as_tool_turn"]
 
 
 class ScriptExhausted(AssertionError):

@@ -14,6 +14,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+__all__ = ["PROFILES", "Refusal", "llama_cpp_python", "llama_server_2024", "llama_server_no_jinja", "ollama_no_tools",
+           "openai_reasoning_sampling", "openai_without_structured_outputs", "vllm_no_tool_parser"]
+
 Refusal = tuple[int, bytes]
 """HTTP status and the exact response body (always served as application/json)."""
 
@@ -30,7 +33,7 @@ def llama_cpp_python(body: dict) -> Refusal | None:
     ``RouteErrorHandler`` (llama_cpp/server/errors.py), which matches none of its patterns and wraps
     ``str(error)`` as ``internal_server_error`` with HTTP 500.  The body is the one captured from that
     server on this machine for ``json_schema`` (/work/models/refusal-llama-cpp-python-json_schema.json,
-    2026-11-24), verbatim, the site-packages path included; ggml-org/llama.cpp#23463 reports the same
+    2026-11-24), verbatim, the site-packages path included; ggml-org/llama.cpp issue 23463 reports the same
     500 from 0.3.23.  ``tools`` is accepted: the chat template renders it, and Qwen2.5 answers with
     ``<tool_call>`` text in the content (no ``tool_calls``).
     """
@@ -122,7 +125,7 @@ def openai_without_structured_outputs(body: dict) -> Refusal | None:
     """OpenAI's API (and Azure's) for a model without Structured Outputs (gpt-4, gpt-3.5-turbo-1106 …).
 
     ``json_schema``: quoted from langchain-ai/langchain#31490; the llama.cpp-style ``schema`` key in
-    ``json_object``: quoted from spring-projects/spring-ai#2969 (``unknown_parameter``).  Plain
+    ``json_object``: quoted from spring-projects/spring-ai issue 2969 (``unknown_parameter``).  Plain
     ``json_object`` and ``tools`` are accepted.  OpenAI pretty-prints its error bodies (2-space indent).
     """
     fmt = body.get("response_format")
@@ -141,6 +144,27 @@ def openai_without_structured_outputs(body: dict) -> Refusal | None:
     return 400, (json.dumps({"error": error}, indent=2) + "\n").encode()
 
 
+def openai_reasoning_sampling(body: dict) -> Refusal | None:
+    """OpenAI's API (and Azure's) for a reasoning model (o1, o3-mini, gpt-5): sampling fields it does not take.
+
+    ``max_tokens``: quoted from griptape-ai/ComfyUI-Griptape#312 and ITSpecialist111/ai_automation_suggester#38
+    (``code: unsupported_parameter``, ``param: max_tokens``); a ``temperature`` other than 1: quoted from
+    gabrii/Cursor-Azure-GPT-5#33 and OpenHands/OpenHands#4131 (``code: unsupported_value``, the value as
+    sent).  Structured outputs and ``tools`` are accepted.  Pretty-printed, as OpenAI's error bodies are.
+    """
+    if "max_tokens" in body:
+        error = {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                            "Use 'max_completion_tokens' instead.",
+                 "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}
+    elif "temperature" in body and body["temperature"] != 1:
+        error = {"message": f"Unsupported value: 'temperature' does not support {json.dumps(body['temperature'])} "
+                            "with this model. Only the default (1) value is supported.",
+                 "type": "invalid_request_error", "param": "temperature", "code": "unsupported_value"}
+    else:
+        return None
+    return 400, (json.dumps({"error": error}, indent=2) + "\n").encode()
+
+
 PROFILES: dict[str, Callable[[dict], Refusal | None]] = {
     "llama-cpp-python": llama_cpp_python,
     "llama-server-no-jinja": llama_server_no_jinja,
@@ -148,5 +172,6 @@ PROFILES: dict[str, Callable[[dict], Refusal | None]] = {
     "ollama-no-tools": ollama_no_tools,
     "vllm-no-tool-parser": vllm_no_tool_parser,
     "openai-without-structured-outputs": openai_without_structured_outputs,
+    "openai-reasoning-sampling": openai_reasoning_sampling,
 }
 """Refusal profile name → the refusal of that server for a request body."""

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+__all__ = ["INFLIGHT", "Call", "Inflight"]
+
 
 @dataclass(frozen=True)
 class Call:

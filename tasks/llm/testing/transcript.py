@@ -18,7 +18,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from artoo.tasks.llm.scripted_server import Scenario, ScriptEntry, route_name
+from artoo.tasks.llm.testing.scripted_server import Scenario, ScriptEntry, route_name
+
+__all__ = ["CHAT_PATH", "entry_of", "read_transcript", "scenario_from_transcript"]
 
 CHAT_PATH = "/chat/completions"
 

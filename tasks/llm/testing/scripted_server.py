@@ -15,7 +15,7 @@ Routing (how a request finds its queue):
   ``schema named "NAME"`` (the phrase artoo's LLM layer writes in JSON mode);
 * within the queue, the first entry whose ``match`` (if any) occurs in the concatenated
   message contents is used, and consumed unless ``repeat`` is set;
-* a scenario's ``refuse`` profile (``artoo.tasks.llm.server_refusals``) answers first, with the real
+* a scenario's ``refuse`` profile (``server_refusals``) answers first, with the real
   status and body of that server, every request shape that server refuses;
 * a programmable ``responder(name, body)`` (``artoo eval``'s simulated model) is asked first:
   its ScriptEntry (or dict) answers, None falls through to the queues.
@@ -52,8 +52,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from artoo.tasks.llm.server_refusals import PROFILES
-from artoo.tasks.llm.tool_protocol import TOOLS_NOTE_HEAD
+from artoo.tasks.llm.output.modes import TOOLS_NOTE_HEAD
+from artoo.tasks.llm.testing.server_refusals import PROFILES
+
+__all__ = ["KEEP_ALIVE_S", "SCHEMA_NAMED", "Scenario", "ScriptEntry", "ScriptedLLMServer", "message_text", "props",
+           "prompt_tokens_of", "route_name", "serve_forever"]
 
 KEEP_ALIVE_S = 60
 """How long an idle client connection stays open (uvicorn's default is 5 s, exactly httpx's keep-alive expiry:
@@ -379,9 +382,9 @@ def serve_forever(scenario: Scenario | dict | str | Path, port: int = 8765, host
     uvicorn.Server(server._config()).run()
 
 
-if __name__ == "__main__":  # python -m artoo.tasks.llm.scripted_server scenario.json [port]
+if __name__ == "__main__":  # python -m artoo.tasks.llm.testing.scripted_server scenario.json [port]
     import sys
 
     if len(sys.argv) not in (2, 3):
-        sys.exit("usage: python -m artoo.tasks.llm.scripted_server SCENARIO.json [PORT]")
+        sys.exit("usage: python -m artoo.tasks.llm.testing.scripted_server SCENARIO.json [PORT]")
     serve_forever(sys.argv[1], int(sys.argv[2]) if len(sys.argv) == 3 else 8765)

@@ -40,8 +40,12 @@ from dataclasses import dataclass, field
 
 from artoo.config.errors import RunFailure
 from artoo.config.settings import LLMParams
-from artoo.tasks.llm.context import ContextWindow
+from artoo.tasks.llm.profile import ContextWindow
 from artoo.tasks.roles.prompting import FENCE_CLOSE, FENCE_OPEN, cap
+
+__all__ = ["BLOCK_FLOOR", "CUT_ORDER", "DROPPED", "MESSAGE_TOKENS", "Block", "Fit", "PromptTooLong", "block_kind",
+           "blocks", "describe_cuts", "estimate_tokens", "fit_messages", "fit_request", "message_chars",
+           "shorten_plan", "too_long"]
 
 LOG = logging.getLogger("artoo.llm")
 

@@ -1,64 +1,63 @@
-"""``OpenAICompatLLM``: the LLM interface over any OpenAI-compatible endpoint.
+"""``OpenAICompatLLM``: the LLM interface over any OpenAI-compatible endpoint, and everything that needs ``openai``.
 
-Why it exists: the roles want a validated answer model or an executor tool turn, not
-HTTP.  This class owns everything between: what each request is (``RequestBuilder``, its
-base, in artoo.tasks.llm.outgoing: the tier endpoint per role, the negotiated form), strict
-structured outputs with fallback for servers that reject ``json_schema`` (remembered per
-tier), deterministic repairs of an answer before the one re-ask (``repair.py``), error
-classification, retries of environmental failures only, and one ``CallRecord`` per HTTP
-request for the cost report.
+Why it exists: the roles want a validated answer model or an executor tool turn, not HTTP.  This
+class owns everything between: what each request is (``RequestBuilder``, its base: the tier endpoint
+per role, the form its profile negotiated), stepping down the modes when a server refuses one (the
+move is remembered in the endpoint's profile), deterministic repairs of an answer before the one
+re-ask (artoo.tasks.llm.output.repair), error classification, retries of environmental failures
+only, and one ``CallRecord`` per HTTP request for the cost report.
 
-Retries are done here (the openai client's own are off) so each HTTP request is recorded
-and only environmental failures are retried.  One AsyncOpenAI client is kept per tier and
-per event loop, because Prefect may run async tasks on worker threads with their own loops
-and an HTTP connection pool must not cross loops.  The TLS context (certificate store) is
-built once per process, for an ``https`` endpoint only (artoo.tasks.llm.tls), and shared with the early lane
-(artoo.tasks.llm.early_http, whose raw replies ``read_reply`` turns into what this client's own request
-would have returned or raised).
+Errors: the loops only distinguish *configuration* (the person fixes a setting: bad key, unknown
+model) from *run failures* (the world or the request failed); ``classify`` turns each ``openai``
+exception into one of those, or into ``FeatureRefused`` when the server refused a request field, with
+a message naming the role, tier, model and endpoint.  Retries are done here (the openai client's own
+are off) so each HTTP request is recorded and only environmental failures are retried.
+
+One AsyncOpenAI client is kept per tier and per event loop, because Prefect may run async tasks on
+worker threads with their own loops and an HTTP connection pool must not cross loops.  The
+certificate store is the one the early lane uses (``http.verify_for``), whose raw replies
+``read_reply`` turns into what this client's own request would have returned or raised: a
+``ChatCompletion``, an ``APIStatusError`` of the status' class, an ``APITimeoutError``, an
+``APIConnectionError`` caused by the transport's own error.  So a task's error handling, retries and
+records are the same whether its answer came early or not.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+import httpx
 import openai
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-from artoo.config.errors import ArtooError
+from artoo.config.errors import ArtooError, ConfigurationError, EnvironmentalFailure, RunFailure
 from artoo.config.protocol import Answer, ExecutionAnswer
 from artoo.config.settings import Settings
-from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, ToolTurn, answer_model, tier_of
-from artoo.tasks.llm.budget import PromptTooLong
-from artoo.tasks.llm.early import EARLY, answer_of, request_key
-from artoo.tasks.llm.early_http import read_reply
-from artoo.tasks.llm.endpoint import Endpoint, FeatureRefused
-from artoo.tasks.llm.errors import classify, is_retryable, unreachable
-from artoo.tasks.llm.negotiator import KINDS
-from artoo.tasks.llm.outgoing import RequestBuilder
-from artoo.tasks.llm.parsing import (
-    InvalidAnswer,
-    repair_messages,
-    structured_request,
-)
-from artoo.tasks.llm.progress import INFLIGHT
-from artoo.tasks.llm.repair import repair_answer
-from artoo.tasks.llm.tls import verify_for
-from artoo.tasks.llm.tool_protocol import PROTOCOL_KEYS, content_tool_calls
-from artoo.tasks.llm.wire import (
-    backoff,
+from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, Endpoint, ToolTurn, answer_model, tier_of
+from artoo.tasks.llm.output.extract import (
+    content_tool_calls,
     first_message,
-    output_error,
     tool_call_turn,
     tool_names,
-    tool_request,
     written_call_turn,
 )
+from artoo.tasks.llm.output.modes import PROTOCOL_KEYS, structured_request, tool_request
+from artoo.tasks.llm.output.repair import InvalidAnswer, output_error, repair_answer, repair_messages
+from artoo.tasks.llm.profile import KINDS, SAMPLING_FIELDS, FeatureRefused, refused_feature
+from artoo.tasks.llm.transport.budget import PromptTooLong
+from artoo.tasks.llm.transport.early import EARLY, answer_of, request_key
+from artoo.tasks.llm.transport.http import EarlyReply, verify_for
+from artoo.tasks.llm.transport.progress import INFLIGHT
+from artoo.tasks.llm.transport.requests import RequestBuilder
+
+__all__ = ["OpenAICompatLLM", "backoff", "classify", "is_retryable", "read_reply", "status_error", "unreachable"]
 
 log = logging.getLogger("artoo.llm")
 
@@ -140,7 +139,7 @@ class OpenAICompatLLM(RequestBuilder):
                     continue
             if tools and (probed := await self._probe_content(role, ep, messages, tools)) is not None:
                 return probed
-            if tools:  # a model that accepts native tools but answers without them moves to content (behaviour.py)
+            if tools:  # a model that accepts native tools but never calls one moves to content (SilentToolWatch)
                 self.negotiator.tool_answer(ep, messages, called=False)
             return ToolTurn(final=final, assistant_message={"role": "assistant", "content": message.content})
         raise AssertionError("unreachable")
@@ -148,7 +147,7 @@ class OpenAICompatLLM(RequestBuilder):
     async def _probe_content(self, role: str, ep: Endpoint, messages: list[dict],
                              tools: list[dict]) -> ToolTurn | None:
         """The same first turn asked once in the content protocol after a final answer under native tools: a call
-        there moves tools to content at once; a final answer there is dropped (``behaviour.py`` says why)."""
+        there moves tools to content at once; a final answer there is dropped (``profile.SilentToolWatch`` says why)."""
         if not self.settings.llm.content_probe or not self.negotiator.probe_due(ep, messages):
             return None
         try:
@@ -181,7 +180,8 @@ class OpenAICompatLLM(RequestBuilder):
 
     async def _ask(self, role: str, schema: str, ep: Endpoint, kind: str, build: Callable[[str, str], dict],
                    confirm: bool = True) -> tuple[Any, CallRecord]:
-        """One request in this endpoint's mode of ``kind``, stepping down the modes while the endpoint refuses.
+        """One request in this endpoint's mode of ``kind``, stepping down the modes (or leaving out a refused
+        sampling field) while the endpoint refuses.
 
         ``build(mode, shape)``: the request in that mode (``shape``: what a content-protocol turn is held to).
         A tool turn's ``response_format`` refused moves only the turn's shape, never the roles' structured mode."""
@@ -190,7 +190,9 @@ class OpenAICompatLLM(RequestBuilder):
             try:
                 answer = await self._request(role, schema, ep, judged_later=True, **build(mode, shape))
             except FeatureRefused as exc:
-                if kind == "tools" and exc.feature == "response_format":
+                if exc.feature in SAMPLING_FIELDS:
+                    self.negotiator.refuse_sampling(ep, exc)
+                elif kind == "tools" and exc.feature == "response_format":
                     self.negotiator.fall_back(ep, exc, shape, kind="turn")
                 else:
                     self.negotiator.fall_back(ep, exc, mode)
@@ -228,7 +230,8 @@ class OpenAICompatLLM(RequestBuilder):
                     latency = time.perf_counter() - started
             except openai.APIError as exc:
                 error = classify(exc, role, ep, sent_format="response_format" in kwargs,
-                                 sent_tools=bool(kwargs.get("tools")))
+                                 sent_tools=bool(kwargs.get("tools")),
+                                 sent_sampling=frozenset(f for f in SAMPLING_FIELDS if f in kwargs))
                 self.records.append(CallRecord(role, ep.model, schema, 0, 0, time.perf_counter() - started,
                                                ok=False, error=str(error), budget=budget))
                 self._observe(self.records[-1], ep, kwargs, None,
@@ -241,6 +244,7 @@ class OpenAICompatLLM(RequestBuilder):
                     continue
                 raise error from exc
             self._reached.add(ep.base_url)
+            self.negotiator.saw_timings(ep, getattr(response, "timings", None))
             usage = getattr(response, "usage", None)
             record = CallRecord(role, ep.model, schema, getattr(usage, "prompt_tokens", 0) or 0,
                                 getattr(usage, "completion_tokens", 0) or 0, latency, ok=True, budget=budget)
@@ -257,7 +261,7 @@ class OpenAICompatLLM(RequestBuilder):
 
         Why: a person restarting llama-server mid-run (it loads the model for seconds, answering 503
         "Loading model" or refusing connections meanwhile) cost the whole run: each later round's R2 failed
-        at once and the GGS abandoned after four rounds in seconds (#25, run t5).  An endpoint that never
+        at once and the GGS abandoned after four rounds in seconds.  An endpoint that never
         answered is a configuration mistake and still fails at once; one that did is waited for, up to
         ``llm.reconnect_s``, with a warning in the log."""
         if ep.base_url not in self._reached or not unreachable(exc) or time.monotonic() >= until:
@@ -279,7 +283,8 @@ class OpenAICompatLLM(RequestBuilder):
 
     def _repaired(self, record: CallRecord, message: Any, model: type[Answer],
                   protocol: frozenset[str] = frozenset()) -> Answer:
-        """The message's answer, repaired where it can be (artoo.tasks.llm.repair); the repairs go on the record."""
+        """The message's answer, repaired where it can be (artoo.tasks.llm.output.repair); the repairs go on the
+        record."""
         repaired = repair_answer(message.content, message.refusal, model, protocol)
         record.repairs = repaired.repairs
         if repaired.repairs:
@@ -308,6 +313,110 @@ class OpenAICompatLLM(RequestBuilder):
 
 
 async def _tracked(role: str, ep: Endpoint, request: Awaitable[Any]) -> Any:
-    """Await one request marked in flight (artoo.tasks.llm.progress), so a terminal can show a slow call."""
+    """Await one request marked in flight (artoo.tasks.llm.transport.progress), so a terminal can show a slow call."""
     with INFLIGHT.track(role, ep.model, ep.tier):
         return await request
+
+
+# ---- openai's errors, read ----------------------------------------------------------------------------------
+
+_ENVIRONMENTAL_STATUS = {408, 409, 425, 429}
+
+
+def _detail(exc: openai.APIError, limit: int = 300) -> str:
+    return " ".join(str(exc.message).split())[:limit]
+
+
+def classify(exc: openai.APIError, role: str, ep: Endpoint, sent_format: bool, sent_tools: bool = False,
+             sent_sampling: frozenset[str] = frozenset()) -> Exception:
+    """The artoo error (or FeatureRefused) that an openai APIError stands for."""
+    where = f"{role} ({ep.tier} tier, model {ep.model!r} at {ep.base_url})"
+    if isinstance(exc, openai.APITimeoutError):
+        return EnvironmentalFailure(f"{where}: the request timed out after {ep.timeout_s:g}s")
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc
+        return EnvironmentalFailure(
+            f"{where}: cannot connect to the endpoint ({type(cause).__name__}: {cause})")
+    if not isinstance(exc, openai.APIStatusError):
+        return EnvironmentalFailure(f"{where}: the endpoint returned an unreadable response: {_detail(exc)}")
+    status = exc.status_code
+    if status in (401, 403):
+        return ConfigurationError(
+            f"the endpoint rejected the API key for the {ep.tier} tier ({ep.env('API_KEY')}): "
+            f"HTTP {status} from {ep.base_url} for {role}: {_detail(exc)}")
+    if status == 404:
+        return ConfigurationError(
+            f"{where}: HTTP 404, the model is not served there or the URL is wrong; check "
+            f"{ep.env('MODEL')} and {ep.env('BASE_URL')}: {_detail(exc)}")
+    feature = refused_feature(status, str(exc.message), sent_format, sent_tools, sent_sampling)
+    if feature is not None:
+        return FeatureRefused(feature, f"HTTP {status}: {_detail(exc)}")
+    if status in _ENVIRONMENTAL_STATUS or status >= 500:
+        return EnvironmentalFailure(f"{where}: HTTP {status} from the endpoint: {_detail(exc)}")
+    return RunFailure(f"{where}: the endpoint refused the request with HTTP {status}: {_detail(exc)}")
+
+
+def unreachable(exc: openai.APIError) -> bool:
+    """The server is not there right now (no connection, or a gateway/loading answer), not a timeout."""
+    if isinstance(exc, openai.APITimeoutError):
+        return False
+    if isinstance(exc, openai.APIConnectionError):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code in (502, 503, 504)
+
+
+def is_retryable(error: Exception) -> bool:
+    """Only environmental failures are worth another try."""
+    return isinstance(error, EnvironmentalFailure)
+
+
+def backoff(exc: openai.APIError, attempt: int) -> float:
+    """Seconds to wait before retrying: the server's retry-after when given, else exponential."""
+    response = getattr(exc, "response", None)
+    header = response.headers.get("retry-after") if response is not None else None
+    try:
+        wait = float(header) if header else 0.25 * 2**attempt
+    except ValueError:
+        wait = 0.25 * 2**attempt
+    return min(max(wait, 0.0), 5.0)
+
+
+# ---- the early lane's replies, read as openai's own ---------------------------------------------------------
+
+
+def read_reply(reply: EarlyReply) -> Any:
+    """The ``ChatCompletion`` of a 2xx reply, else raise the openai error the openai client raises for it."""
+    import httpx2  # openai's transport: its errors carry these; loaded with openai
+    from openai.types.chat import ChatCompletion
+
+    request = httpx2.Request("POST", reply.url)
+    if reply.error is not None:
+        if isinstance(reply.error, httpx.TimeoutException):
+            raise openai.APITimeoutError(request=request) from reply.error
+        raise openai.APIConnectionError(request=request) from reply.error
+    response = httpx2.Response(reply.status, headers=list(reply.headers), content=reply.body, request=request)
+    try:
+        body = json.loads(reply.body)
+    except ValueError:
+        body = reply.body.decode(errors="replace").strip()
+    if 200 <= reply.status < 300:
+        if not isinstance(body, dict):
+            raise openai.APIError(f"the answer is not a JSON object: {str(body)[:200]!r}", request, body=None)
+        return ChatCompletion.construct(**body)
+    raise status_error(response, body)
+
+
+_STATUS_ERRORS = {400: "BadRequestError", 401: "AuthenticationError", 403: "PermissionDeniedError",
+                  404: "NotFoundError", 409: "ConflictError", 422: "UnprocessableEntityError", 429: "RateLimitError"}
+
+
+def status_error(response: Any, body: object) -> Exception:
+    """The openai client's error for a 4xx/5xx answer: its class by status, its message, its body."""
+    message = f"Error code: {response.status_code}"
+    error = body.get("error", body) if isinstance(body, dict) else None
+    detail = error.get("message") if isinstance(error, dict) else None
+    if isinstance(detail, str) and detail:
+        message += f" - {detail}"
+    name = "InternalServerError" if response.status_code >= 500 else _STATUS_ERRORS.get(response.status_code)
+    kind = getattr(openai, name) if name else openai.APIStatusError
+    return kind(message, response=response, body=error if isinstance(body, dict) else body)

@@ -1,8 +1,11 @@
-"""Finding the JSON object a model meant, in the text it actually wrote.
+"""Reading what a model wrote: the JSON object it meant, the tool calls it asked for, the turn they make.
 
-Models asked for "only a JSON object" still write ```` ```json ```` fences, "Here is the plan:" in
-front, a sentence after, a ``<think>`` block first, or two objects (a draft and the answer).  Each
-is found here and named as a ``Repair`` so the decision log says what was cut.
+Why: models asked for "only a JSON object" still write ```` ```json ```` fences, "Here is the plan:" in
+front, a sentence after, a ``<think>`` block first, or two objects (a draft and the answer); and tool
+calls come back as native ``tool_calls``, as Hermes ``<tool_call>`` blocks left in the content (Qwen2.5's
+chat template on llama-cpp-python's server), as the content protocol's ``{"tool_calls": [...]}``, or as
+one bare ``{"name": …, "arguments": …}``.  Each is found here once, for every mode, and each text-level
+cut is named as a ``Repair`` so the decision log says what was cut.
 
 Objects are found by a balanced-brace scan that skips braces inside JSON strings, then parsed by
 ``json``: a regex cannot tell a ``}`` in ``"echo }"`` from the object's end.  Pure: no I/O.
@@ -12,9 +15,18 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
 
-from artoo.tasks.llm.base import Repair
+from artoo.tasks.llm.base import Repair, ToolCallRequest, ToolTurn
+
+__all__ = [
+    "MAX_OBJECTS", "MAX_SCAN_CHARS", "Candidate", "brace_pairs", "broken_object", "candidates", "content_tool_calls",
+    "first_message", "no_object_reason", "object_spans", "parse_arguments", "tool_call_turn", "tool_names",
+    "wire_calls", "written_call_turn",
+]
 
 _FENCE_OPEN = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?[ \t]*$")
 _FENCE_CLOSE = re.compile(r"^[ \t]*\n?[ \t]*```")
@@ -167,3 +179,90 @@ def _loads(text: str) -> object:
 def _snippet(text: str) -> str:
     words = " ".join(text.strip()[:SNIPPET_CHARS * 4].split())
     return repr(words if len(words) <= SNIPPET_CHARS else words[:SNIPPET_CHARS] + "…")
+
+
+# ---- tool calls and turns -----------------------------------------------------------------------------------
+
+_HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
+_EMPTY = SimpleNamespace(content=None, refusal=None, tool_calls=None)
+
+
+def parse_arguments(raw: str | None) -> dict:
+    """Tool-call arguments as a dict; {"_invalid": raw} when not a JSON object."""
+    try:
+        data = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {"_invalid": raw}
+    return data if isinstance(data, dict) else {"_invalid": raw}
+
+
+def content_tool_calls(content: str | None, names: set[str] | frozenset[str] = frozenset()) -> list[dict] | None:
+    """Tool calls written into content, as [{"name", "arguments"}]; None when it holds none.
+
+    Hermes ``<tool_call>`` blocks first (any mode), else one JSON object with a ``tool_calls`` list,
+    else one bare ``{"name": …, "arguments": {…}}`` object naming one of the offered tools ``names``
+    (Qwen2.5-Coder-1.5B on ``llama-server --jinja`` answered a tool request with exactly that, fenced).
+    """
+    if not content:
+        return None
+    blocks = _HERMES.findall(content)
+    if blocks:
+        calls = [_call(_loads(block)) for block in blocks]
+        return [c for c in calls if c is not None] or None
+    found = candidates(content)
+    data = found[0].value if found else None
+    if isinstance(data, dict) and isinstance(data.get("tool_calls"), list):
+        calls = [_call(item) for item in data["tool_calls"]]
+        return [c for c in calls if c is not None] or None
+    if isinstance(data, dict) and data.get("name") in names and "arguments" in data:
+        return [c for c in [_call(data)] if c is not None] or None
+    return None
+
+
+def _call(item: object) -> dict | None:
+    """One {"name", "arguments"} call (OpenAI's nested "function" form too); None when it names no tool."""
+    if isinstance(item, dict) and isinstance(item.get("function"), dict):
+        item = item["function"]
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+        return None
+    arguments = item.get("arguments", item.get("parameters", {}))
+    if isinstance(arguments, str):
+        arguments = parse_arguments(arguments)
+    elif not isinstance(arguments, dict):
+        arguments = {"_invalid": json.dumps(arguments)}
+    return {"name": item["name"], "arguments": arguments}
+
+
+def wire_calls(calls: list[dict]) -> list[dict]:
+    """Calls read from content in the OpenAI wire format, each with a fresh id."""
+    return [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+             "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}} for c in calls]
+
+
+def tool_names(tools: list[dict]) -> frozenset[str]:
+    """The names of the tools offered (wire format or bare)."""
+    return frozenset(str(t.get("function", t).get("name")) for t in tools)
+
+
+def first_message(response: Any) -> Any:
+    """The first choice's message of a chat completion; an empty one when the server sent none."""
+    choices = getattr(response, "choices", None) or []
+    return choices[0].message if choices and choices[0].message is not None else _EMPTY
+
+
+def tool_call_turn(content: str | None, calls: list[Any]) -> ToolTurn:
+    """A turn of native tool calls, kept in the wire format for the conversation."""
+    requests = [ToolCallRequest(id=c.id, name=c.function.name,
+                                arguments=parse_arguments(c.function.arguments)) for c in calls]
+    wire = [{"id": c.id, "type": "function",
+             "function": {"name": c.function.name, "arguments": c.function.arguments}} for c in calls]
+    return ToolTurn(tool_calls=requests,
+                    assistant_message={"role": "assistant", "content": content, "tool_calls": wire})
+
+
+def written_call_turn(calls: list[dict]) -> ToolTurn:
+    """A turn whose tool calls were written into the content: kept in the wire format like native ones."""
+    wire = wire_calls(calls)
+    requests = [ToolCallRequest(id=w["id"], name=c["name"], arguments=c["arguments"])
+                for w, c in zip(wire, calls, strict=True)]
+    return ToolTurn(tool_calls=requests, assistant_message={"role": "assistant", "content": None, "tool_calls": wire})

@@ -1,4 +1,4 @@
-"""Repair before re-ask: deterministic fixes for what real models write, each one named.
+"""Repair before re-ask: deterministic fixes for what real models write, each one named, and the one re-ask.
 
 A small local model answers the right thing in the wrong shape: the planner numbers subtasks
 from 0, the executor puts an object where ``output`` wants a string, a validator writes "PASS ".
@@ -31,7 +31,9 @@ the answer's JSON schema (the one the model was shown):
   negative plan keeps its order and its parallel groups).
 
 Text-level repairs (fences, prefixes, trailing prose, <think>, several objects) are
-``artoo.tasks.llm.extract``'s.  Pure: no I/O.
+``artoo.tasks.llm.output.extract``'s.  What no fix makes valid is asked for once more
+(``repair_messages``), and a second invalid answer is the run's ``LLMOutputError`` (``output_error``).
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -44,14 +46,21 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from artoo.config.errors import LLMOutputError
 from artoo.config.protocol import Answer, PlanAnswer
-from artoo.tasks.llm.base import Repair
-from artoo.tasks.llm.extract import broken_object, candidates, no_object_reason
-from artoo.tasks.llm.parsing import InvalidAnswer, describe_validation
-from artoo.tasks.llm.strict import resolve, strict_json_schema
+from artoo.tasks.llm.base import Endpoint, Repair
+from artoo.tasks.llm.output.extract import broken_object, candidates, no_object_reason
+from artoo.tasks.llm.output.modes import resolve, strict_json_schema
+
+__all__ = ["MAX_PASSES", "InvalidAnswer", "Repaired", "as_string", "describe_validation", "enum_match", "fix_error",
+           "output_error", "plan_sequences", "repair_answer", "repair_messages", "repair_object"]
 
 MAX_PASSES = 6
 """Validation rounds per object; a fix can uncover errors below it (a wrapped list's items)."""
+
+
+class InvalidAnswer(Exception):
+    """The model's content is not a valid answer; the message says why (and is what the re-ask sends)."""
 
 
 @dataclass(frozen=True)
@@ -273,3 +282,29 @@ def _allowed(node: dict | None) -> list[Any]:
     if node is None:
         return []
     return list(node.get("enum") or ([node["const"]] if "const" in node else []))
+
+
+def describe_validation(exc: ValidationError, limit: int = 5) -> str:
+    """A compact one-line account of a pydantic ValidationError."""
+    errors = exc.errors(include_url=False)
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors[:limit]]
+    more = f" (+{len(errors) - limit} more)" if len(errors) > limit else ""
+    return "; ".join(parts) + more
+
+
+def repair_messages(messages: list[dict], name: str, content: str | None, reason: str) -> list[dict]:
+    """The conversation sent back for the one re-ask, with what is still wrong."""
+    return [
+        *messages,
+        {"role": "assistant", "content": content or ""},
+        {"role": "user", "content": (
+            f"Your previous answer is not a valid {name} object: {reason}. "
+            f"Reply with only the corrected JSON object for the schema {name}, nothing else.")},
+    ]
+
+
+def output_error(role: str, schema: str, ep: Endpoint, message: Any, exc: InvalidAnswer) -> LLMOutputError:
+    """The run's error for an answer still invalid after the re-ask, with how it began."""
+    began = (message.content or message.refusal or "")[:200]
+    return LLMOutputError(f"{role} gave an invalid {schema} answer twice (model {ep.model!r}, "
+                          f"{ep.tier} tier): {exc}; the answer began: {began!r}")
