@@ -16,7 +16,7 @@ import pytest
 from artoo.eval import peers
 from artoo.eval.everyday import Ran
 from artoo.eval.everyday_report import totals
-from artoo.tasks.llm.scripted_server import ScriptedLLMServer, route_name
+from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer, route_name
 from tests.conftest import run_cli
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 

@@ -225,7 +225,7 @@ def brain_info(brain: str, seed: int, mistakes: bool) -> dict[str, Any]:
     if brain == "simulated":
         return {"kind": "simulated", "seed": seed, "mistakes": mistakes}
     from artoo.config.settings import load_settings
-    from artoo.tasks.llm.wire import sampling
+    from artoo.tasks.llm.transport.requests import sampling
 
     settings = load_settings()
     tier = settings.tier("tool")
@@ -255,7 +255,7 @@ async def artoo_eval_everyday(ids: list[str], brain: str, strategies: list[str],
     server = None
     try:
         if sim is not None:
-            from artoo.tasks.llm.scripted_server import Scenario, ScriptedLLMServer
+            from artoo.tasks.llm.testing.scripted_server import Scenario, ScriptedLLMServer
 
             server = ScriptedLLMServer(Scenario(), responder=sim.respond).start()
             env.update(endpoint_env(server.base_url))

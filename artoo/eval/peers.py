@@ -120,7 +120,7 @@ class Chat:
                  sampling: dict[str, Any], max_retries: int = 1) -> None:
         from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-        from artoo.tasks.llm.tls import verify_for
+        from artoo.tasks.llm.transport.http import verify_for
 
         self.model, self.sampling = model, dict(sampling)
         self.client = AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s,
@@ -130,7 +130,7 @@ class Chat:
     @classmethod
     def from_settings(cls, settings: Any) -> Chat:
         """The tool tier's endpoint (the one artoo's executor writes commands on), with artoo's sampling."""
-        from artoo.tasks.llm.wire import sampling
+        from artoo.tasks.llm.transport.requests import sampling
 
         tier = settings.tier("tool")
         key = tier.api_key.get_secret_value() if tier.api_key is not None else None
