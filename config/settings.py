@@ -184,6 +184,10 @@ class LLMParams(BaseModel):
         "to that protocol at once (remembered like a refusal), instead of after silent_tool_answers attempts. "
         "Qwen2.5-Coder-1.5B on both llama.cpp servers answered native tool turns without calling and called glob "
         "in the content protocol. Costs one request per such turn while tools are native.")
+    tool_mode: Literal["auto", "native", "content", "bash"] = Field(
+        "auto", description="How the executor acts: auto (negotiated per endpoint and model: native tools, moved to "
+        "the JSON-in-content protocol when the model does not call them natively), native (the tools request "
+        "field), content (one JSON object per turn), or bash (one fenced ```bash block per turn, DONE: when done).")
     rejudge_ungrounded: bool = Field(
         True, description="When code turns a validator's pass to a fail because its evidence rests on a claim "
         "(tasks/roles/grounding.py), ask that validator once more with code's reasons before the verdict stands. "

@@ -59,7 +59,7 @@ OLD_ENTRY = {"structured": "json_object_schema", "structured_because": "HTTP 500
                  "learnt": ["structured", "tools"]}),
     ({}, {"structured": "json_schema", "tools": "native", "turn": "json_schema", "learnt": []}),
     # a mode a later release added: that kind keeps its default, the rest of the entry still counts
-    ({**OLD_ENTRY, "tools": "bash", "tools_because": "accepted"},
+    ({**OLD_ENTRY, "tools": "telepathy", "tools_because": "accepted"},
      {"structured": "json_object_schema", "tools": "native", "turn": "json_schema", "learnt": ["structured"]}),
     # a broken window or cache is dropped, the modes stay
     ({**OLD_ENTRY, "window": {"tokens": "many"}, "cache": "yes"},

@@ -253,7 +253,7 @@ def test_after_a_tool_result_the_request_ends_with_the_criteria_and_when_to_stop
     first, second, third = (c["messages"] for c in llm.calls)
     assert "This subtask is checked against" not in first[-1]["content"]
     for sent in (second, third):
-        assert sent[-1]["role"] == "tool" and sent[-1]["content"].endswith("answer with the final JSON object now.")
+        assert sent[-1]["role"] == "tool" and sent[-1]["content"].endswith("give your final answer now.")
         assert "1. [verifiable] output is an integer" in sent[-1]["content"]
     assert sum("This subtask is checked against" in str(m.get("content")) for m in third) == 1  # not kept
 

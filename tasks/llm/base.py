@@ -128,6 +128,10 @@ class LLM(Protocol):
         """Send a request the role will make, before its task starts; False when nothing was sent."""
         ...
 
+    def tool_mode(self, tier: str) -> str:
+        """How the executor acts on this tier's endpoint: native, content, or bash (its prompt says it so)."""
+        ...
+
     async def aclose(self) -> None:
         """Release the connections; the run calls it once, as it ends."""
         ...

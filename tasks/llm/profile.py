@@ -56,7 +56,7 @@ StructuredMode = Literal["json_schema", "json_object_schema", "json_object", "te
 """How a structured answer is asked for, best first: OpenAI's strict ``json_schema``; llama.cpp's ``json_object``
 with a ``schema`` key (the schema's title set to its NAME); plain JSON mode with the schema described in the
 system message; no ``response_format`` at all (the schema in the system message, the JSON read from the text)."""
-ToolMode = Literal["native", "content"]
+ToolMode = Literal["native", "content", "bash"]
 """How the executor calls tools, best first: the ``tools`` request field, then the JSON-in-content protocol
 (artoo.tasks.llm.output.modes).  A further mode is one more name here and its request and reading in output."""
 Kind = Literal["structured", "tools", "turn"]
@@ -495,7 +495,9 @@ class Negotiator:
     Shared by every role and event loop of the process, so it sits behind one lock; ``store`` is called
     once, when first needed (an unusable home remembers nothing and is never fatal)."""
 
-    def __init__(self, store: Callable[[], ProfileStore], silent_tool_answers: int = 0):
+    def __init__(self, store: Callable[[], ProfileStore], silent_tool_answers: int = 0, tool_mode: str = "auto"):
+        self.forced_tools = None if tool_mode == "auto" else tool_mode
+        """The executor's tool mode the person chose (``llm.tool_mode``), whatever was negotiated; None: negotiated."""
         self._store_factory = store
         self._store: ProfileStore | None = None
         self._profiles: dict[tuple[str, str], EndpointProfile] = {}
@@ -520,7 +522,9 @@ class Negotiator:
             return self._profiles[ep.key]
 
     def mode(self, ep: Endpoint, kind: str) -> str:
-        """The mode of one kind (the best one until something moved it)."""
+        """The mode of one kind (the best one until something moved it; the person's choice of tool mode first)."""
+        if kind == "tools" and self.forced_tools is not None:
+            return self.forced_tools
         return self.profile(ep).mode(kind)
 
     def shape(self, ep: Endpoint) -> str:

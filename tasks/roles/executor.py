@@ -30,7 +30,13 @@ LISTING_TOOLS = frozenset({"shell", "glob", "locate"})
 """Tools whose printed output is the data a request may ask for ("find the files …", "count …")."""
 _END = re.compile(r"^\[(?:exit code -?\d+|killed by [^\]\n]*)\]$")
 
-ROLE = """Role R3, Executor. Carry out ONE subtask by calling tools, then report honestly.
+RULES = """- Your first answer acts: you know nothing about the files or the machine until a command's output tells
+  you, and a result without one is rejected.
+- Never pretend a command ran or invent its output; the recorded calls are the evidence of your work.
+- Do not repeat a call that already answered: a call asked twice in a row is not run, a third ends the attempt."""
+"""What every executor is told, whichever way it acts."""
+
+ROLE = f"""Role R3, Executor. Carry out ONE subtask by calling tools, then report honestly.
 Tool priority chain (use the highest applicable tool):
 1. locate — personal files anywhere in the user's home; always use it for files outside the project.
 2. glob — project files by filename pattern, recursive within the project root.
@@ -38,20 +44,36 @@ Tool priority chain (use the highest applicable tool):
 4. shell — bash for counting, aggregation, or operations the tools above do not cover.
 5. search — web search.
 Rules:
-- Your first answer is a tool call: you know nothing about the files or the machine until a tool's output
-  tells you, and a result without a tool call is rejected.
-- Never pretend a tool ran or invent its output; the recorded tool calls are the evidence of your work.
-- Do not repeat a call that already answered: a call asked twice in a row is not run, a third ends the attempt.
+{RULES}
 - A file that must hold a command's output: redirect the command into it in the same call, e.g. for "put
   each .log file's count of ERROR lines into errors.txt" the one call
-  {"name": "shell", "arguments": {"command": "grep -c ERROR *.log > errors.txt"}}
+  {{"name": "shell", "arguments": {{"command": "grep -c ERROR *.log > errors.txt"}}}}
   or write it in a later turn, once the output came back. A write_file asked in the same turn as the call
   whose output it needs is not run.
 - When the tool output shows the subtask is done (or that it cannot be done), call no more tools and
   answer with only a JSON object:
-  {"status": "completed" | "uncertain" | "failed", "output": "<the result itself: the data, paths, counts>"}
+  {{"status": "completed" | "uncertain" | "failed", "output": "<the result itself: the data, paths, counts>"}}
   completed: the subtask is done; uncertain: you are not sure it is; failed: it could not be done.
   Put the concrete result in output, not a description of it."""
+"""R3's role text when it acts through tool calls (native tools, or the JSON-in-content protocol)."""
+
+BASH_ROLE = f"""Role R3, Executor. Carry out ONE subtask by running bash commands, then report honestly.
+Rules:
+{RULES}
+- A file that must hold a command's output: redirect the command into it, e.g. for "put each .log file's
+  count of ERROR lines into errors.txt": grep -c ERROR *.log > errors.txt
+- DONE: with the result itself (the data, paths, counts), not a description of it."""
+"""R3's role text in the bash-block protocol: no tool definitions, the format is the protocol's own note."""
+
+
+def role_text(mode: str) -> str:
+    """The executor's role text for how it acts (``llm.tool_mode``, or negotiated)."""
+    return BASH_ROLE if mode == "bash" else ROLE
+
+
+def acts_by(llm) -> str:
+    """How the executor acts on ``llm``'s tool tier: native, content or bash."""
+    return llm.tool_mode("tool")
 
 
 def _correction_block(correction: CorrectionSignal) -> str:
@@ -76,14 +98,16 @@ def shown_criteria(subtask: SubTask) -> str:
     return numbered(own, {c.criterion: f"code checks it with: {c.check.strip()}" for c in own if c.check.strip()})
 
 
-def messages_for(subtask: SubTask, correction: CorrectionSignal | None, workspace: str = "") -> list[dict]:
-    """R3's opening prompt: intent, the working folder, context, criteria, and on retry the CorrectionSignal."""
+def messages_for(subtask: SubTask, correction: CorrectionSignal | None, workspace: str = "",
+                 mode: str = "native") -> list[dict]:
+    """R3's opening prompt: intent, the working folder, context, criteria, and on retry the CorrectionSignal;
+    ``mode``: how it acts (the role text says it)."""
     parts = [f"Subtask intent: {subtask.intent}", *([working_folder(workspace)] if workspace else []),
              f"Context:\n{subtask.context.strip() or '(none)'}",
              f"Success criteria the result will be checked against:\n{shown_criteria(subtask)}"]
     if correction is not None:
         parts.append(_correction_block(correction))
-    return [system(ROLE), user("\n\n".join(parts))]
+    return [system(role_text(mode)), user("\n\n".join(parts))]
 
 
 REDIRECT = ("A file that must hold what a command prints is made by that command redirected into it, in one "
@@ -111,8 +135,7 @@ def with_checklist(messages: list[dict], subtask: SubTask, files: list[str] | No
     reminder = (f"\n\nThis subtask is checked against:\n{shown_criteria(subtask)}\n"
                 + (f"The files these name, as they are now:{now}\nCreate or fix any the criteria need. {create}"
                    if now else "")
-                + "If the tool results so far already meet these, call no more tools: answer with the final "
-                "JSON object now.")
+                + "If the results so far already meet these, act no more: give your final answer now.")
     return [*messages[:-1], {**messages[-1], "content": f"{messages[-1]['content']}{reminder}"}]
 
 
@@ -235,7 +258,7 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
     """One attempt at a subtask; LLM EnvironmentalFailure propagates to the fast loop."""
     if max_tool_calls < 1:
         raise ValueError(f"max_tool_calls must be at least 1, got {max_tool_calls}")
-    messages = messages_for(subtask, correction, str(getattr(toolbox, "workspace", "") or ""))
+    messages = messages_for(subtask, correction, str(getattr(toolbox, "workspace", "") or ""), acts_by(llm))
     evidence: list[str] = []
     calls: list[ToolCall] = []
     previous: str | None = None

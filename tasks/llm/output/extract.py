@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+from artoo.config.protocol import ExecutionAnswer
 from artoo.tasks.llm.base import Repair, ToolCallRequest, ToolTurn
 
 __all__ = [
-    "MAX_OBJECTS", "MAX_SCAN_CHARS", "Candidate", "brace_pairs", "broken_object", "candidates", "content_tool_calls",
+    "MAX_OBJECTS", "MAX_SCAN_CHARS", "SHELL_TAGS", "Candidate", "bash_block", "bash_turn", "brace_pairs",
+    "broken_object", "candidates", "content_tool_calls",
     "first_message", "no_object_reason", "object_spans", "parse_arguments", "tool_call_turn", "tool_names",
     "wire_calls", "written_call_turn",
 ]
@@ -248,6 +250,37 @@ def first_message(response: Any) -> Any:
     """The first choice's message of a chat completion; an empty one when the server sent none."""
     choices = getattr(response, "choices", None) or []
     return choices[0].message if choices and choices[0].message is not None else _EMPTY
+
+
+_CODE_BLOCK = re.compile(r"```[ \t]*(?P<lang>[A-Za-z0-9_+-]*)[^\n]*\n(?P<body>.*?)(?:\n[ \t]*```|\Z)", re.S)
+SHELL_TAGS = frozenset({"", "bash", "sh", "shell", "console", "zsh", "terminal"})
+"""Code-block tags whose body is run as a shell command (a block tagged python or json is not a command)."""
+_PROMPT = re.compile(r"^\s*\$ ", re.M)
+_ENDING = re.compile(r"^[ \t`*]*(?P<word>DONE|FAILED)\b[ \t]*[:.\-–—]?[ \t]*(?P<rest>.*)$", re.M | re.I | re.S)
+
+
+def bash_block(content: str | None) -> str | None:
+    """The first fenced block of a shell tag (or none) with a command in it, ``$ `` prompts taken off; else None."""
+    for found in _CODE_BLOCK.finditer(content or ""):
+        body = _PROMPT.sub("", found.group("body")).strip()
+        if found.group("lang").casefold() in SHELL_TAGS and body:
+            return body
+    return None
+
+
+def bash_turn(content: str | None) -> ToolTurn | None:
+    """One bash-block protocol answer: its first shell block as a shell call, else a ``DONE:``/``FAILED:`` line as
+    the final answer (the rest of the answer after the word is its output); None when it holds neither."""
+    command = bash_block(content)
+    if command is not None:
+        return written_call_turn([{"name": "shell", "arguments": {"command": command}}])
+    ending = _ENDING.search(content or "")
+    if ending is None:
+        return None
+    status = "completed" if ending.group("word").upper() == "DONE" else "failed"
+    output = ending.group("rest").strip() or (content or "").strip()
+    return ToolTurn(final=ExecutionAnswer(status=status, output=output),
+                    assistant_message={"role": "assistant", "content": content})
 
 
 def tool_call_turn(content: str | None, calls: list[Any]) -> ToolTurn:

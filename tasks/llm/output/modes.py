@@ -37,7 +37,8 @@ from artoo.tasks.llm.output.extract import parse_arguments
 from artoo.tasks.llm.profile import STRUCTURED_MODES, TOOL_MODES
 
 __all__ = [
-    "NEXT_STEP", "PROTOCOL_KEYS", "STRING_BOUNDS", "TOOLS_NOTE_HEAD", "TURN_SCHEMA", "bounded", "content_messages",
+    "BASH_NEXT", "BASH_NOTE", "BASH_NOTE_HEAD", "NEXT_STEP", "PROTOCOL_KEYS", "STRING_BOUNDS", "TOOLS_NOTE_HEAD",
+    "TURN_SCHEMA", "bash_messages", "bounded", "content_messages",
     "normalize_tools", "resolve", "schema_note", "strict_json_schema", "strict_schema", "strictify",
     "structured_request", "tool_request", "tools_note", "turn_format", "turn_schema", "with_system_note",
 ]
@@ -176,6 +177,21 @@ NEXT_STEP = ("Next: is the subtask done? Answer with only one JSON object: {\"do
 as a bare user message, asked for the same glob again on both attempts (one identical call ends an attempt)."""
 
 
+BASH_NOTE_HEAD = "You act by writing shell commands"
+"""How the bash-block protocol's system note begins (the scripted server routes such a request as a tool turn)."""
+BASH_NOTE = f"""{BASH_NOTE_HEAD}. Each answer is exactly one of:
+1. one fenced ```bash block with the command(s) to run next in the working folder; code runs it and shows you its
+   exit code and output;
+2. one line DONE: <the result, in one sentence> once the outputs so far show the subtask is done, or
+   FAILED: <why> when it cannot be done.
+A file is written by a command redirected into it (command > file) or a heredoc (cat > file <<'EOF' … EOF)."""
+"""The executor's instructions in the bash-block protocol: the model's own language, no tool definitions.  Why: a
+small model writes a right command far more often as a fenced block in a free answer than as a JSON tool call, and
+the tool definitions it no longer needs were a third of every executor prompt."""
+BASH_NEXT = "Next: one ```bash block, or DONE: <result> if the outputs above show the subtask is done."
+"""Closes the last command's output in a bash-block request."""
+
+
 def normalize_tools(tools: list[dict]) -> list[dict]:
     """Tools in the wire format; bare {name, description, parameters} dicts are wrapped."""
     return [t if t.get("type") == "function" else {"type": "function", "function": t} for t in tools]
@@ -193,7 +209,34 @@ def tool_request(mode: str, messages: list[dict], tools: list[dict], shape: str 
         request = {"messages": with_system_note(content_messages(messages), tools_note(tools))}
         held = turn_format(shape, tools)
         return {**request, "response_format": held} if held else request
+    if mode == "bash":
+        return {"messages": with_system_note(bash_messages(messages), BASH_NOTE)}
     raise ValueError(f"unknown tool mode {mode!r}; known: {', '.join(TOOL_MODES)}")
+
+
+def bash_messages(messages: list[dict]) -> list[dict]:
+    """The wire-format conversation as the bash-block protocol shows it: each shell call as the ```bash block the
+    model wrote, any other call as its JSON, each result as a user message with the command's output."""
+    out: list[dict] = []
+    for message in messages:
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if calls:
+            blocks = []
+            for call in calls:
+                arguments = parse_arguments(call["function"]["arguments"])
+                if call["function"]["name"] == "shell" and isinstance(arguments.get("command"), str):
+                    blocks.append(f"```bash\n{arguments['command']}\n```")
+                else:
+                    blocks.append(json.dumps({"tool_calls": [{"name": call["function"]["name"],
+                                                              "arguments": arguments}]}))
+            out.append({"role": "assistant", "content": "\n".join(blocks)})
+        elif message.get("role") == "tool":
+            out.append({"role": "user", "content": f"Output:\n{message.get('content')}"})
+        else:
+            out.append(message)
+    if messages and messages[-1].get("role") == "tool":
+        out[-1] = {**out[-1], "content": f"{out[-1]['content']}\n\n{BASH_NEXT}"}
+    return out
 
 
 def turn_format(shape: str, tools: list[dict]) -> dict | None:

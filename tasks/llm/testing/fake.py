@@ -33,8 +33,9 @@ class ScriptedLLM:
     """Replays queued answers per schema NAME and queued tool turns."""
 
     def __init__(self, answers: dict[str, list[Any]] | None = None, tool_turns: list[Any] | None = None,
-                 model: str = "scripted"):
+                 model: str = "scripted", mode: str = "native"):
         queues = {name: list(items) for name, items in (answers or {}).items()}
+        self.mode = mode
         self.answers: dict[str, list[Any]] = defaultdict(list, queues)
         self.tool_turns: list[Any] = list(tool_turns or [])
         self.model = model
@@ -72,6 +73,10 @@ class ScriptedLLM:
 
     async def aclose(self) -> None:
         """Nothing to release: no connection was opened."""
+
+    def tool_mode(self, tier: str) -> str:
+        """The tool mode a test chose (``mode``, native by default)."""
+        return self.mode
 
     async def tool_turn(self, role: str, messages: list[dict], tools: list[dict]) -> ToolTurn:
         """The next queued turn: a ToolTurn, an ExecutionAnswer/dict (final), or a list of tool calls."""

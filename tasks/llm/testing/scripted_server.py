@@ -52,7 +52,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from artoo.tasks.llm.output.modes import TOOLS_NOTE_HEAD
+from artoo.tasks.llm.output.modes import BASH_NOTE_HEAD, TOOLS_NOTE_HEAD
 from artoo.tasks.llm.testing.server_refusals import PROFILES
 
 __all__ = ["KEEP_ALIVE_S", "SCHEMA_NAMED", "Scenario", "ScriptEntry", "ScriptedLLMServer", "message_text", "props",
@@ -149,7 +149,7 @@ def route_name(body: dict, known: set[str]) -> str | None:
     if body.get("tools"):
         return "tools"
     system = message_text([m for m in body.get("messages", []) if m.get("role") == "system"])
-    if TOOLS_NOTE_HEAD in system:
+    if TOOLS_NOTE_HEAD in system or BASH_NOTE_HEAD in system:
         return "tools"
     fmt = body.get("response_format") or {}
     if fmt.get("type") == "json_schema":
@@ -193,10 +193,24 @@ def props(n_ctx: int) -> dict:
             "build_info": "b0-scripted"}
 
 
+def bash_text(entry: ScriptEntry) -> str | None:
+    """An executor entry as a bash-block protocol answer: a shell call as its ```bash block, a final answer as its
+    DONE (or FAILED) line; None for anything else (a raw answer is sent as it is)."""
+    if entry.tool_calls and all(c.get("name") == "shell" for c in entry.tool_calls):
+        return "\n".join(f"```bash\n{c.get('arguments', {}).get('command', '')}\n```" for c in entry.tool_calls)
+    if entry.raw is None and isinstance(entry.answer, dict) and "status" in entry.answer:
+        word = "FAILED" if entry.answer["status"] == "failed" else "DONE"
+        return f"{word}: {entry.answer.get('output', '')}"
+    return None
+
+
 def _completion(body: dict, entry: ScriptEntry) -> dict:
     native = bool(body.get("tools"))
+    bash = BASH_NOTE_HEAD in message_text([m for m in body.get("messages", []) if m.get("role") == "system"])
     tool_calls = _tool_calls(entry.tool_calls) if entry.tool_calls and native else None
-    if entry.tool_calls and not native:  # the JSON-in-content protocol: the calls are the content
+    if bash and bash_text(entry) is not None:  # the bash-block protocol: a command block, or a DONE line
+        content = bash_text(entry)
+    elif entry.tool_calls and not native:  # the JSON-in-content protocol: the calls are the content
         content = json.dumps({"tool_calls": entry.tool_calls})
     elif entry.raw is not None:
         content = entry.raw

@@ -42,13 +42,14 @@ from artoo.config.protocol import Answer, ExecutionAnswer
 from artoo.config.settings import Settings
 from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, Endpoint, ToolTurn, answer_model, tier_of
 from artoo.tasks.llm.output.extract import (
+    bash_turn,
     content_tool_calls,
     first_message,
     tool_call_turn,
     tool_names,
     written_call_turn,
 )
-from artoo.tasks.llm.output.modes import PROTOCOL_KEYS, structured_request, tool_request
+from artoo.tasks.llm.output.modes import BASH_NEXT, PROTOCOL_KEYS, structured_request, tool_request
 from artoo.tasks.llm.output.repair import InvalidAnswer, output_error, repair_answer, repair_messages
 from artoo.tasks.llm.profile import KINDS, SAMPLING_FIELDS, FeatureRefused, refused_feature
 from artoo.tasks.llm.transport.budget import PromptTooLong
@@ -123,6 +124,16 @@ class OpenAICompatLLM(RequestBuilder):
             response, record = await self._ask_tools(role, ep, conversation, tools)
             message = first_message(response)
             calls = [c for c in message.tool_calls or [] if getattr(c, "function", None) is not None]
+            if tools and not calls and self.negotiator.mode(ep, "tools") == "bash":
+                with self._judging(record):
+                    turn = bash_turn(message.content) or self._bash_fallback(message.content, tools)
+                    if turn is not None or attempt:
+                        return turn or ToolTurn(final=ExecutionAnswer(status="uncertain", output=message.content or ""),
+                                                assistant_message={"role": "assistant", "content": message.content})
+                    record.ok, record.error = False, "invalid answer: neither a ```bash block nor a DONE line"
+                conversation = [*messages, {"role": "assistant", "content": message.content or ""},
+                                {"role": "user", "content": BASH_NEXT}]
+                continue
             with self._judging(record):
                 written = None if calls else content_tool_calls(message.content, tool_names(tools))
                 if calls or written:  # written: the content protocol, or Hermes <tool_call> blocks left in content
@@ -143,6 +154,12 @@ class OpenAICompatLLM(RequestBuilder):
                 self.negotiator.tool_answer(ep, messages, called=False)
             return ToolTurn(final=final, assistant_message={"role": "assistant", "content": message.content})
         raise AssertionError("unreachable")
+
+    @staticmethod
+    def _bash_fallback(content: str | None, tools: list[dict]) -> ToolTurn | None:
+        """A bash-block answer that wrote a JSON tool call instead (read_file, write_file stay usable), or None."""
+        written = content_tool_calls(content, tool_names(tools))
+        return written_call_turn(written) if written else None
 
     async def _probe_content(self, role: str, ep: Endpoint, messages: list[dict],
                              tools: list[dict]) -> ToolTurn | None:

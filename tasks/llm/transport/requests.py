@@ -50,7 +50,8 @@ class RequestBuilder:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.negotiator = Negotiator(self._profile_store, settings.llm.silent_tool_answers)
+        self.negotiator = Negotiator(self._profile_store, settings.llm.silent_tool_answers,
+                                     getattr(settings.llm, "tool_mode", "auto"))
         """Each endpoint and model's profile: the request forms it takes (artoo.tasks.llm.profile)."""
 
     def endpoint(self, tier: str) -> Endpoint:
