@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from artoo.tasks.law1.judge import judge_command
-from artoo.tasks.law1.parse import parse
+from artoo.tasks.shell.parse import parse
 
 CORPUS = [
     "ls -la", "grep -rn TODO .", "find . -name '*.py' -exec grep -l x {} +", "rm -rf build",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from artoo.tasks.law1.judge import judge_command, judge_unobservable
-from artoo.tasks.law1.parse import parse
+from artoo.tasks.shell.parse import parse
 from tests.test_policy import CWD, EXISTING
 
 PROJECT = EXISTING | {"/w/run.sh", "/w/tool.py", "/w/Makefile", "/w/package.json", "/w/app.db", "/w/t.pl",

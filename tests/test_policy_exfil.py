@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from artoo.tasks.law1.judge import judge_command
-from artoo.tasks.law1.parse import parse
+from artoo.tasks.shell.parse import parse
 from tests.test_policy import CWD, exists
 
 COMPUTED = "sends computed local data off this machine"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from artoo.tasks.law1.parse import PLACEHOLDER, Simple
+from artoo.tasks.shell.parse import PLACEHOLDER, Simple
 
 STDIN = "__ARTOO_STDIN__"
 """Operand standing for the items xargs reads from stdin."""

@@ -28,7 +28,7 @@ from artoo.tasks.law1.core import (
     targets_text,
     write_dangers,
 )
-from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, Script, Simple, parse, strip_prefix
+from artoo.tasks.shell.parse import PLACEHOLDER, ParseError, Script, Simple, parse, strip_prefix
 
 MAX_DEPTH = 12
 Rule = Callable[[list[str], Ctx], list[Danger]]

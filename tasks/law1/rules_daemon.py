@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 
 from artoo.tasks.law1.core import Ctx, Danger, danger, exists_state, targets_text
-from artoo.tasks.law1.parse import PLACEHOLDER
+from artoo.tasks.shell.parse import PLACEHOLDER
 
 Rule = Callable[[list[str], Ctx], list[Danger]]
 DAEMON = "daemon"

@@ -21,10 +21,10 @@ import re
 from collections.abc import Callable
 
 from artoo.tasks.law1.core import FOUND, STDIN, Ctx, Danger, Options, danger, describe_target, parse_options
-from artoo.tasks.law1.parse import PLACEHOLDER
 from artoo.tasks.law1.rules_files import is_remote
 from artoo.tasks.law1.rules_net import CURL_LONG, CURL_VALUES, url_host
 from artoo.tasks.law1.variables import RAW_SUBSTITUTION, unknown_expansion
+from artoo.tasks.shell.parse import PLACEHOLDER
 
 Sends = Callable[[list[str]], tuple[list[str], list[str]] | None]
 """A tool's words → (the words it sends to another host, the hosts), or None when it contacts none."""

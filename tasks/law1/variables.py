@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from artoo.tasks.law1.core import STDIN
-from artoo.tasks.law1.parse import PLACEHOLDER, Simple, strip_prefix
+from artoo.tasks.shell.parse import PLACEHOLDER, Simple, strip_prefix
 
 EXPANSION = re.compile(r"\$(?:\{([^}]*)\}|([A-Za-z_]\w*)|([0-9@*#?$!-]))")
 """``${…}``, ``$NAME`` or a special parameter (``$1``, ``$@``, ``$$`` …); not ``$'…'`` nor ``$"…"``."""

@@ -1,15 +1,10 @@
-"""Shell text → simple commands, for the Law-1 policy, read by a real bash grammar.
+"""Shell text → simple commands, read by tree-sitter's bash grammar (a hand-written scanner got corners wrong).
 
-The policy must see every command a line would run, including the ones hidden in
-``$( … )``, backticks, process substitutions, here-documents, ``case`` arms, loops and
-``;``/``&&``/``|`` chains.  A hand-written scanner got this wrong in the corners (it ended
-``$(case a in a) …;; esac)`` at the pattern's ``)``), so the text is parsed by
-tree-sitter's bash grammar and the syntax tree is flattened into the structures the rules
-consume: each simple command's words (quotes removed, substitutions replaced by
-placeholders whose inner text is judged on its own), its redirections, its here-input,
-the stage it reads a pipe from, and whether it surely runs in this shell.  Text the
-grammar cannot read raises ParseError; the judge then calls the command irreversible.
-Nothing here judges: it only says what would run, so the rules stay one command at a time.
+Every command a line would run is found, including those hidden in ``$( … )``, backticks, process
+substitutions, here-documents, ``case`` arms, loops and ``;``/``&&``/``|`` chains: each simple
+command's words (quotes removed, substitutions replaced by placeholders whose inner text is kept
+apart), its redirections, its here-input, the stage it reads a pipe from, and whether it surely runs
+in this shell.  Text the grammar cannot read raises ParseError.  Nothing here judges or blames.
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ try:
     import tree_sitter_bash
     from tree_sitter import Language, Node, Parser
 except ImportError as exc:  # an environment installed before the dependency was added
-    raise ImportError(f"Law 1 reads shell commands with tree-sitter-bash, which is not installed ({exc}); "
+    raise ImportError(f"artoo reads shell commands with tree-sitter-bash, which is not installed ({exc}); "
                       "reinstall artoo: pip install -e .") from exc
 
 SUB = "__ARTOO_SUB{}__"
