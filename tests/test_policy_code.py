@@ -119,6 +119,7 @@ def test_a_daemon_deletion_is_unobservable_even_when_its_category_is_deletion() 
     ("echo $(case a in a) rm -rf ~/data;; esac)", ["case a in a) rm -rf ~/data;; esac"]),
     ('echo "$(echo ")")"', ['echo ")"']),
     ("cat <<EOF\n$(rm x)\nEOF", ["rm x"]),  # an unquoted here-document runs its substitutions
+    ("cat <<EOF > notes.md\n# notes\nby $(whoami) on $(date)\nEOF", ["whoami", "date"]),  # text around them is text
     ("cat <<'EOF'\n$(rm x)\nEOF", []),  # a quoted one does not
     ("echo ${X:-$(rm y)}", ["rm y"]),
 ])

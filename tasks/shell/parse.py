@@ -130,11 +130,14 @@ def _error_message(root: Node, source: bytes) -> str:
 
 
 def _skipped(root: Node, source: bytes, read: set[int]) -> str:
-    """Text no token of the tree covers (the grammar passed over it), except gaps the flattener read."""
+    """Text no token of the tree covers (the grammar passed over it), except gaps the flattener read.
+
+    A here-document body is text as a whole: the grammar leaves its literal stretches between
+    substitutions outside every token."""
     at, stack = 0, [root]
     while stack:
         node = stack.pop()
-        if node.child_count:
+        if node.child_count and node.type != "heredoc_body":
             stack.extend(reversed(node.children))
             continue
         gap = source[at:node.start_byte].decode(errors="replace").replace("\\\n", "").strip()
