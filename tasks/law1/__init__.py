@@ -1,10 +1,8 @@
-"""Law 1: judge a command by effect family, and decide whether it needs a person's yes.
+"""Law 1: whether an action needs a person's yes, judged from a command's text or from what it changed.
 
-``core`` (what every rule shares: targets, system paths, options), ``rules`` and ``rules_*`` (one
-module per effect family: files, system, network, daemons, code, exfiltration), ``variables``,
-``changes`` (what a copy-on-write run changed), and ``judge`` (the gate's policy: the verdict on a
-command or a write).  Commands are read by the shell grammar, ``artoo.tasks.shell``; the gate's
-pause is ``artoo.flows.law1``.
+``judge`` (the verdict), ``rules`` (the walk over a command line), ``network`` and ``daemons`` (what no
+overlay can observe), ``readonly`` (what runs unasked without an overlay), ``core`` (what they share)
+and ``changes`` (the ruling on a change set).  Grammar: ``artoo.tasks.shell``; the pause: ``artoo.flows.law1``.
 """
 
 from artoo import exports

@@ -13,9 +13,10 @@ here, every shell command runs on a copy-on-write view of the workspace (overlay
 change set (changeset.py) is committed quietly when it only creates files or changes files
 this task created (``created``, shared by every subtask of the task), and is a Law-1
 question listing the exact changes otherwise (artoo.tasks.law1.changes).  Approving commits
-exactly that change set; denying discards it.  Where no overlay is possible the text judge
-decides before the command runs, and the run's log says so.  With the network on, the
-text judge still rules on what no overlay can observe: data sent off the machine.
+exactly that change set; denying discards it.  Where no overlay is possible, every command
+that does not only read asks before it runs (the text judge), and the run's log says so.  With
+the network on, the text judge still rules on what no overlay sees: data sent off the machine,
+a daemon's changes.
 
 Confinement (why: the arguments are written by a model that may have read hostile text):
 read_file and glob stay inside the read roots (the workspace and the home directory unless
@@ -33,7 +34,6 @@ import dataclasses
 import json
 import logging
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,7 +41,7 @@ from artoo.config.settings import Settings
 from artoo.tasks.blame.access import blocked_by_target, call_accesses, pairs_by_access, refusal
 from artoo.tasks.blame.failure import call_targets
 from artoo.tasks.law1 import changes as law1_changes
-from artoo.tasks.law1.judge import PolicyVerdict, judge_command, judge_write, real_exists
+from artoo.tasks.law1.judge import PolicyVerdict, judge_command, judge_unobservable, judge_write
 from artoo.tasks.tools import blocks, changeset, doors, files, overlay, sandbox, shell
 from artoo.tasks.tools.found import named_files_brief
 from artoo.tasks.tools.locate import locate
@@ -180,8 +180,8 @@ class ToolBox:
             raise ToolError(f"write_file refused: new files are created only in {names}; {path} is outside. "
                             "Write the file there instead.", "environmental")
         files.refuse_special(path, "write_file")
-        verdict = judge_write(path, exists=real_exists)
-        if verdict.irreversible and law1_changes.owned(str(path), self.created):
+        verdict = judge_write(path, exists=os.path.lexists)  # a dangling symlink exists too
+        if verdict.irreversible and law1_changes.under(str(path), self.created):
             verdict = PolicyVerdict(irreversible=False, reason=f"{path} was created by this task")
         elif not os.path.lexists(path):
             self.created.add(str(path))
@@ -207,12 +207,11 @@ class ToolBox:
         self.approvals.append(action)
 
     async def _shell(self, command: str) -> str:
-        effect = await self._by_effect()
-        verdict = judge_command(command, self.workspace, exists=real_exists)
-        if verdict.irreversible:  # by text, or (by effect) only what no overlay sees: data sent off the machine
-            if not effect or (self.network and _unobservable(verdict)):
-                await self._confirm(PendingAction(tool="shell", command=command, targets=verdict.targets,
-                                                  reason=verdict.reason))
+        effect = await self._by_effect()  # by effect, only what no overlay sees asks, and only with the network on
+        verdict = judge_command(command) if effect is None else judge_unobservable(command) if self.network else None
+        if verdict is not None and verdict.irreversible:
+            await self._confirm(PendingAction(tool="shell", command=command, targets=verdict.targets,
+                                              reason=verdict.reason))
             return await self._run(command, [])
         query = shell.find_on_personal_path(command)  # commands run as written: never edited, only redirected
         if query is not None:
@@ -371,12 +370,6 @@ def _log(level: int, message: str) -> None:
     except Exception:  # outside a flow or task run
         logger = logging.getLogger("artoo.tools")
     logger.log(level, message)
-
-
-def _unobservable(verdict: PolicyVerdict) -> bool:
-    """Whether the text judge found what no overlay sees: data sent off the machine, or a daemon's changes
-    (asked only with the network on: without it no daemon is reachable and nothing leaves the machine)."""
-    return re.search(r"(^|; )(network|daemon)\b", verdict.reason) is not None or "daemon" in verdict.reason
 
 
 def _plain(value: object) -> object:
