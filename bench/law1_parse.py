@@ -2,8 +2,9 @@
 
 ``python -m artoo.bench.law1_parse`` prints medians over a fixed corpus of the commands
 an agent typically runs, from one-liners to here-documents and nested substitutions.
-The judge runs once per shell command before it executes, so this is a per-command cost
-on the critical path; nothing asserts it (speed targets live in bench/, never in tests).
+The judge runs before a shell command executes wherever no overlay can be mounted, or
+beside one with the network on, so this is a per-command cost on the critical path there;
+nothing asserts it (speed targets live in bench/, never in tests).
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from artoo.tasks.law1.judge import judge_command
-from artoo.tasks.law1.parse import parse
+from artoo.tasks.shell.parse import parse
 
 CORPUS = [
     "ls -la", "grep -rn TODO .", "find . -name '*.py' -exec grep -l x {} +", "rm -rf build",
@@ -40,9 +40,8 @@ def _median_us(action, rounds: int) -> float:
 
 def main(rounds: int = 50) -> dict[str, float]:
     """Print and return the median microseconds per command for parsing and for the whole verdict."""
-    cwd = Path("/tmp")
     figures = {"parse_us_per_command": _median_us(parse, rounds),
-               "judge_us_per_command": _median_us(lambda c: judge_command(c, cwd, lambda p: False), rounds)}
+               "judge_us_per_command": _median_us(judge_command, rounds)}
     for name, value in figures.items():
         print(f"{name:24} {value:9.1f} µs  (median of {rounds} rounds over {len(CORPUS)} commands)")
     return figures

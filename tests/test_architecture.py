@@ -28,7 +28,7 @@ LAYERS = [("artoo.config", 0), ("artoo.memory", 1), ("artoo.tasks", 2), ("artoo.
           ("artoo.bench", 5), ("artoo.eval", 5), ("artoo.cli", 6)]
 ROLES = {"perceiver", "planner", "executor", "agent_validator", "meta_validator"}
 PREFECT_EDGE = {"artoo.config.compat", "artoo.tasks.roles.task", "artoo.tasks.ggs.task", "artoo.tasks.bus.events",
-                "artoo.tasks.tools.box"}
+                "artoo.tasks.tools.runner"}
 
 
 def module_files() -> dict[str, Path]:

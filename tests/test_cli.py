@@ -54,15 +54,19 @@ def test_policy_check_json_is_exactly_the_verdict(command, irreversible, tmp_pat
     monkeypatch.chdir(tmp_path)
     code, out, _ = run_cli("policy", "check", command, "--json")
     data = json.loads(out)
-    assert code == 0 and set(data) == {"irreversible", "reason"}
+    assert code == 0 and set(data) == {"irreversible", "reason", "categories"}
     assert data["irreversible"] is irreversible and data["reason"]
 
 
-def test_policy_check_looks_up_redirect_targets_relative_to_cwd(tmp_path, monkeypatch):
+def test_policy_check_asks_for_every_file_written_new_or_not(tmp_path, monkeypatch):
+    """Without an overlay nothing tells a new file from one a person keeps: both ask, neither is looked up."""
     monkeypatch.chdir(tmp_path)
-    assert json.loads(run_cli("policy", "check", "echo hi > new.txt", "--json")[1])["irreversible"] is False
+    new = json.loads(run_cli("policy", "check", "echo hi > new.txt", "--json")[1])
     (tmp_path / "old.txt").write_text("data")
-    assert json.loads(run_cli("policy", "check", "echo hi > old.txt", "--json")[1])["irreversible"] is True
+    old = json.loads(run_cli("policy", "check", "echo hi > old.txt", "--json")[1])
+    assert new["irreversible"] is old["irreversible"] is True
+    assert new["categories"] == old["categories"] == ["may change"]
+    assert (tmp_path / "old.txt").read_text() == "data" and not (tmp_path / "new.txt").exists()
 
 
 def test_demo_runs_the_full_loop_in_ephemeral_mode(tmp_path):

@@ -1,8 +1,9 @@
-"""Law 1 through the real CLI: every command issue 14 lists under "Why" is irreversible.
+"""Law 1 through the real CLI: every command the first Law-1 story lists under "Why" asks, and nothing runs.
 
-Run from a directory where the named files exist (a Makefile with a clean target, a
-cleanup.py, a cleanup.sh that deletes keep.txt), as a person would try them with
-``artoo policy check --json``; each was judged reversible by the hand-written scanner.
+Run from a directory where the named files exist (a Makefile with a clean target, a cleanup.py, a
+cleanup.sh that deletes keep.txt), as a person would try them with ``artoo policy check --json``;
+each was judged reversible by the hand-written scanner.  ``artoo policy check`` answers as the shell
+does where no overlay can be mounted: every command that does not only read asks.
 """
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ import pytest
 from tests.conftest import run_cli
 
 WHY = [
-    ("make clean", "runs code", "Makefile"),
-    ("python3 cleanup.py", "runs code", "cleanup.py"),
+    ("make clean", "may change", "make clean"),
+    ("python3 cleanup.py", "may change", "cleanup.py"),
     ('mysql -e "DROP DATABASE x"', "daemon", "mysql server"),
     ("redis-cli FLUSHALL", "daemon", "FLUSHALL"),
-    ("docker compose down -v", "deletion", "volumes"),
-    ("trap 'rm -rf ~/data' EXIT", "deletion", "via trap"),
-    ("coproc rm -rf ~/data", "deletion", "via coproc"),
-    ("echo $(case a in a) rm -rf ~/data;; esac)", "deletion", "~/data"),
-    ("bash cleanup.sh", "runs code", "cleanup.sh"),
+    ("docker compose down -v", "daemon", "volumes"),
+    ("trap 'rm -rf ~/data' EXIT", "may change", "via trap"),
+    ("coproc rm -rf ~/data", "may change", "coproc rm -rf ~/data"),
+    ("echo $(case a in a) rm -rf ~/data;; esac)", "may change", "~/data"),
+    ("bash cleanup.sh", "may change", "cleanup.sh"),
 ]
 
 
@@ -39,20 +40,25 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize(("command", "category", "mention"), WHY)
-def test_every_command_of_the_issue_is_irreversible(project: Path, command: str, category: str,
-                                                    mention: str) -> None:
+def test_every_command_of_the_story_asks(project: Path, command: str, category: str, mention: str) -> None:
     code, out, _ = run_cli("policy", "check", command, "--json")
     verdict = json.loads(out)
-    assert code == 0 and set(verdict) == {"irreversible", "reason"}
-    assert verdict["irreversible"] is True, verdict["reason"]
+    assert code == 0 and set(verdict) == {"irreversible", "reason", "categories"}
+    assert verdict["irreversible"] is True and verdict["categories"] == [category], verdict["reason"]
     assert verdict["reason"].startswith(f"{category}: ") and mention in verdict["reason"], verdict["reason"]
     assert (project / "keep.txt").read_text() == "precious\n", "policy check must never run the command"
 
 
 @pytest.mark.parametrize("command", ["make clean", "python3 cleanup.py", "bash cleanup.sh", "npm test"])
-def test_a_program_whose_code_is_absent_runs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     command: str) -> None:
-    """No Makefile, script or package.json there: the program fails at once, so nothing is at risk."""
+def test_a_program_asks_whether_or_not_its_code_is_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         command: str) -> None:
+    """The verdict reads the text only: an absent Makefile or script no longer makes the command safe."""
     monkeypatch.chdir(tmp_path)
     verdict = json.loads(run_cli("policy", "check", command, "--json")[1])
-    assert verdict["irreversible"] is False, verdict["reason"]
+    assert verdict["irreversible"] is True and verdict["categories"] == ["may change"], verdict["reason"]
+
+
+def test_the_console_answer_says_whether_it_asks(project: Path) -> None:
+    code, out, _ = run_cli("policy", "check", "grep -rn TODO . | sort")
+    assert code == 0 and out.strip() == "runs unasked: only reads (grep, sort)"
+    assert run_cli("policy", "check", "make clean")[1].startswith("asks first: may change: `make clean`")

@@ -322,8 +322,7 @@ def test_gate_that_raises_counts_as_denial(tmp_path: Path, ws: Path) -> None:
     async def broken(action: PendingAction) -> bool:
         raise RuntimeError("nobody home")
 
-    box = make_box(tmp_path, ws)
-    box.gate = broken
+    box = make_box(tmp_path, ws, broken)
     result = run(box.call("shell", {"command": "rm f"}))
     assert not result.ok and (ws / "f").exists() and "gate failed: nobody home" in box.law1_denials[0].reason
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -256,6 +257,59 @@ def test_the_run_log_says_how_law1_judges(tmp_path: Path, ws: Path, caplog, tool
     lines = [r.getMessage() for r in caplog.records if "Law 1" in r.getMessage()]
     assert len(lines) == 1 and lines[0].startswith(says)
     assert not result.ok and (ws / "keep.txt").exists() and len(gate.asked) == 1  # asked either way
+
+
+@pytest.fixture
+def receiver():
+    """An HTTP server on the host's loopback that keeps every body posted to it."""
+    got: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self._answer()
+
+        def do_POST(self) -> None:
+            got.append(self.rfile.read(int(self.headers["Content-Length"])))
+            self._answer()
+
+        def _answer(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/", got
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("approve", [False, True])
+def test_with_the_network_on_a_send_asks_before_it_runs_and_a_fetch_does_not(tmp_path: Path, ws: Path, receiver,
+                                                                              approve: bool) -> None:
+    """Beside the overlay the text judge keeps only what no overlay sees: the file's content leaving the machine."""
+    url, got = receiver
+    gate = Gate(approve)
+    box = make_box(tmp_path, ws, gate, confinement=Confinement(network=True))
+    fetched = run(box.call("shell", {"command": f"curl -s {url}"}))
+    sent = run(box.call("shell", {"command": f"curl -s -d @keep.txt {url}"}))
+    assert fetched.ok and fetched.output.startswith("ok"), fetched.output
+    assert [a.command for a in gate.asked] == [f"curl -s -d @keep.txt {url}"]
+    assert gate.asked[0].reason.startswith("network: ") and gate.asked[0].changes == []
+    assert sent.ok is approve and got == ([b"keep me"] if approve else [])
+
+
+def test_without_the_network_no_text_question_is_asked_beside_the_overlay(tmp_path: Path, ws: Path) -> None:
+    """Nothing can leave and no daemon is reachable: the change set decides (a new file), the sandbox stops the send."""
+    gate = Gate(False)
+    box = make_box(tmp_path, ws, gate)
+    result = run(box.call("shell", {"command": "curl -s -d @keep.txt http://127.0.0.1:9/ > reply.txt; echo done"}))
+    assert gate.asked == [] and "done" in result.output and (ws / "reply.txt").exists()
+    assert not result.ok and result.failure_class == "environmental" and "no network" in result.output
 
 
 def test_an_approval_commits_nothing_when_the_files_changed_while_it_waited(tmp_path: Path, ws: Path) -> None:

@@ -29,7 +29,7 @@ from artoo.cli.observe import replay as replay_command
 from artoo.config.errors import ArtooError, ConfigurationError, EnvironmentalFailure
 
 app = typer.Typer(help="artoo: a self-correcting task agent for your machine, on Prefect.", no_args_is_help=True)
-policy_app = typer.Typer(help="Law 1: judge whether an action is irreversible.", no_args_is_help=True)
+policy_app = typer.Typer(help="Law 1: judge whether an action asks for your yes first.", no_args_is_help=True)
 audit_app = typer.Typer(help="The Auditor's report and its hash-chained log.", invoke_without_command=True)
 app.add_typer(memory_app, name="memory")
 app.add_typer(policy_app, name="policy")
@@ -344,16 +344,17 @@ def audit_tail(
 @policy_app.command("check")
 def policy_check(
     command: Annotated[str, typer.Argument(help="A shell command, judged as text; nothing is run.")],
-    as_json: Annotated[bool, typer.Option("--json", help='Print {"irreversible": …, "reason": …}.')] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help='Print {"irreversible": …, "reason": …, "categories": …}.')] = False,
 ) -> None:
-    """Judge whether a shell command is irreversible under Law 1 (it is never run)."""
-    from artoo.tasks.law1.judge import judge_command, real_exists
+    """Whether Law 1 asks before a shell command where no overlay can show its effect (it is never run)."""
+    from artoo.tasks.law1.judge import judge_command
 
-    verdict = judge_command(command, Path.cwd(), exists=real_exists)
+    verdict = judge_command(command)
     if as_json:
-        print(json.dumps(verdict.model_dump(include={"irreversible", "reason"})))
+        print(json.dumps(verdict.model_dump(include={"irreversible", "reason", "categories"})))
         return
-    label = "[bold red]irreversible[/]" if verdict.irreversible else "[green]reversible[/]"
+    label = "[bold red]asks first[/]" if verdict.irreversible else "[green]runs unasked[/]"
     Console().print(f"{label}: {verdict.reason}", highlight=False)
 
 

@@ -6,8 +6,8 @@ A write refused on the user's read-only ``data.csv`` then stopped the next round
 blame now records the access that failed (read, write, execute, delete), and the toolbox,
 the plan rules and memory's pair-blocks refuse only that access.
 
-The reading is lexical, from the command's words as Law 1's bash grammar sees them
-(``artoo.tasks.law1.parse``): redirections and ``tee`` write, ``rm`` deletes, a path run as
+The reading is lexical, from the command's words as the shell grammar sees them
+(``artoo.tasks.shell``): redirections and ``tee`` write, ``rm`` deletes, a path run as
 a program executes, ``-o FILE`` / ``--output`` and a copy's last path are written,
 ``sed -i`` reads and writes, a script's own arguments (``python3 fix.py data.csv``) may be used
 any way, every other path argument is read.  When one call used a target
@@ -33,7 +33,7 @@ from artoo.tasks.blame.failure import (
     looks_like_path,
     normalise,
 )
-from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, Simple, parse, strip_prefix
+from artoo.tasks.shell.parse import PLACEHOLDER, ParseError, Simple, parse, strip_prefix
 
 DELETERS = frozenset({"rm", "rmdir", "unlink", "shred"})
 """Programs whose path arguments are deleted."""

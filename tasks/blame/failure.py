@@ -30,7 +30,7 @@ from pathlib import Path
 from artoo.config.contracts import SubTaskOutcome, ToolCall
 from artoo.tasks.blame.error_lines import ERRNO_LINE, error_paths, missing_package
 from artoo.tasks.blame.traversal import split_noise, walk_notes
-from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, parse, strip_prefix
+from artoo.tasks.shell.parse import PLACEHOLDER, ParseError, parse, strip_prefix
 
 OUTCOME_KINDS: tuple[str, ...] = ("matched", "failed", "skipped", "denied")
 """The four ways a subtask ends."""
@@ -67,7 +67,7 @@ def looks_like_path(token: str) -> bool:
 def command_paths(command: str) -> list[str]:
     """The path arguments of a shell command: no command names, flags, operators or numbers.
 
-    The command is read by Law 1's bash grammar (``artoo.tasks.law1.parse``), so both see the
+    The command is read by the shell grammar (``artoo.tasks.shell``), so both see the
     same words: quotes removed, ``$( … )`` read on its own, here-document bodies and
     delimiters no paths.  Text the grammar cannot read is taken as whatever it could read.
     """

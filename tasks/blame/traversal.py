@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from artoo.tasks.blame.error_lines import error_paths
-from artoo.tasks.law1.parse import PLACEHOLDER, ParseError, parse, strip_prefix
+from artoo.tasks.shell.parse import PLACEHOLDER, ParseError, parse, strip_prefix
 
 NOISE_ERRNOS = re.compile(r"Permission denied|Operation not permitted|Too many levels of symbolic links")
 """What a walk meets on the way: an unreadable folder, a symlink loop."""

@@ -1,15 +1,13 @@
-"""Law 1: parse a command, judge it by effect family, and decide whether it needs a person's yes.
+"""Law 1: whether an action needs a person's yes, judged from a command's text or from what it changed.
 
-``parse`` (the bash grammar), ``core`` (what every rule shares: targets, system paths, options),
-``rules`` and ``rules_*`` (one module per effect family: files, system, network, daemons, code,
-exfiltration), ``variables``, ``changes`` (what a copy-on-write run changed), and ``judge`` (the
-gate's policy: the verdict on a command or a write).  The gate's pause is ``artoo.flows.law1``.
+``judge`` (the verdict), ``rules`` (the walk over a command line), ``network`` and ``daemons`` (what no
+overlay can observe), ``readonly`` (what runs unasked without an overlay), ``core`` (what they share)
+and ``changes`` (the ruling on a change set).  Grammar: ``artoo.tasks.shell``; the pause: ``artoo.flows.law1``.
 """
 
 from artoo import exports
 
 __all__, __getattr__ = exports(__name__, {
     "judge": ("PolicyVerdict", "judge_command", "judge_write", "judge_unobservable"),
-    "parse": ("parse", "ParseError"),
     "changes": ("Change",),
 })

@@ -1,13 +1,10 @@
-"""Law 1 by effect: which observed changes need the user's approval.
+"""Law 1 by effect: which of the changes a command made on its copy-on-write view need the user's approval.
 
-WHY: a judge of command *text* can never be complete (a script, an interpreter or
-``make`` runs code the text does not show).  The transactional shell therefore runs each
-command on a copy-on-write view and reports what it actually changed; this module decides,
-as a pure function, which of those changes may be committed quietly and which need a
-Law-1 question.  A task owns what it creates: new files, and later changes to files this
-task itself created (also in later rounds), are committed without asking.  Everything
-that existed before the task is protected: deleting, overwriting, renaming it away or
-changing its mode is a question, and so is any change outside the workspace.
+A judge of command text can never be complete (a script, an interpreter or ``make`` runs code the
+text does not show), so the transactional shell reports what a command changed and this pure rule
+splits it.  A task owns what it creates: new files, and later changes to them (also in later rounds),
+commit quietly.  Deleting, overwriting, renaming away or re-moding what existed before the task, and
+any change outside the workspace, is a question.
 """
 
 from __future__ import annotations
@@ -56,13 +53,9 @@ class Ruling(BaseModel):
 
 
 def under(path: str, roots: Iterable[str]) -> bool:
-    """Whether ``path`` is one of ``roots`` or lies beneath one (plain path prefixes, already real)."""
+    """Whether ``path`` is one of ``roots`` or lies beneath one (plain path prefixes, already real): with the
+    task's created set, whether the task owns it."""
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
-
-
-def owned(path: str, created: set[str]) -> bool:
-    """Whether this task created ``path`` or a directory holding it."""
-    return under(path, created)
 
 
 def rule(changes: list[Change], created: set[str], workspace: str) -> Ruling:
@@ -86,8 +79,8 @@ def _why_ask(change: Change, created: set[str], workspace: str) -> str | None:
     if change.kind == "created":
         return None
     if change.kind == "renamed":
-        return None if owned(change.source or "", created) else "moves away a file that existed before the task"
-    if owned(change.path, created):
+        return None if under(change.source or "", created) else "moves away a file that existed before the task"
+    if under(change.path, created):
         return None
     verb = {"deleted": "deletes", "modified": "overwrites", "mode": "changes the mode of"}[change.kind]
     return f"{verb} something that existed before the task"

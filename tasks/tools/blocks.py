@@ -6,7 +6,7 @@ looks like success: ``pkill -f server`` exits 0 having signalled nothing of the 
 pattern matched the sandbox's own bubblewrap, which ignores the signal), ``ps aux`` lists the
 command's three processes, ``echo hi > /dev/udp/127.0.0.1/9999`` lands on the sandbox's private
 loopback, ``getent hosts example.com`` exits 2 without a word.  A model reading that claims
-success, and the validators believe it.  ``judge`` reads the command with Law 1's bash grammar
+success, and the validators believe it.  ``judge`` reads the command with the shell grammar
 (only what would run counts: ``echo "pkill x"`` signals nothing) together with its result, and
 says which notes to append and whether the call failed because of the sandbox, whatever its exit
 code.  A line that starts processes of its own in the background (``server & … kill %1``) may be
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from artoo.tasks.law1.parse import ParseError, Script, Simple, parse, strip_prefix
+from artoo.tasks.shell.parse import ParseError, Script, Simple, parse, strip_prefix
 
 PREFIX = "[artoo sandbox]"
 PROCESSES = (f"{PREFIX} this command ran in its own process namespace: it sees only the processes it started "

@@ -20,7 +20,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from artoo.tasks.law1.parse import ParseError, parse
+from artoo.tasks.shell.parse import ParseError, parse
 from artoo.tasks.tools.sandbox import Sandbox, wrap
 from artoo.tasks.tools.text import HeadTailBuffer
 

@@ -23,7 +23,7 @@ from artoo.memory.store import MemoryStore
 from artoo.tasks.ggs.controller import GGSController
 from artoo.tasks.ggs.maths import distance, implausibility, loss, resource_cost
 from artoo.tasks.law1.judge import judge_command
-from tests.test_policy import CATEGORY, CWD, NAME, TEMPLATES, _existing_e
+from tests.test_policy import NAME, TEMPLATES
 
 T0 = datetime(2025, 6, 1, tzinfo=UTC)
 
@@ -152,18 +152,14 @@ MORE_WRAPPERS = ["env X=1 {c}", "nohup {c}", "timeout 5 {c}", "nice -n 5 {c}", "
 NESTABLE = ["sh -c '{c}'", "$({c})", "x; {c}", "true && {c}", "echo x | xargs {c}", "({c})", "env X=1 {c}"]
 
 
-def _categories(reason: str) -> set[str]:
-    return set(CATEGORY.findall(reason))
-
-
 @settings(max_examples=300, deadline=None)
 @given(template=st.sampled_from(TEMPLATES), name=NAME, wrapper=st.sampled_from(MORE_WRAPPERS))
 def test_other_wrappers_are_at_least_as_dangerous(template: str, name: str, wrapper: str):
-    bare = judge_command(template.format(f=name), CWD, _existing_e)
+    bare = judge_command(template.format(f=name))
     wrapped_text = wrapper.format(c=template.format(f=name))
-    wrapped = judge_command(wrapped_text, CWD, _existing_e)
+    wrapped = judge_command(wrapped_text)
     assert wrapped.irreversible, f"{wrapped_text}: {wrapped.reason}"
-    assert _categories(bare.reason) <= _categories(wrapped.reason), f"{wrapped_text}: {wrapped.reason}"
+    assert set(bare.categories) <= set(wrapped.categories), f"{wrapped_text}: {wrapped.reason}"
 
 
 @settings(max_examples=300, deadline=None)
@@ -171,9 +167,9 @@ def test_other_wrappers_are_at_least_as_dangerous(template: str, name: str, wrap
        outer=st.sampled_from(NESTABLE), inner=st.sampled_from(NESTABLE))
 def test_nested_wrappers_are_at_least_as_dangerous(template: str, name: str, outer: str, inner: str):
     assume(not ("'" in outer and "'" in inner))  # a quote inside the same quote is a different command
-    bare = judge_command(template.format(f=name), CWD, _existing_e)
+    bare = judge_command(template.format(f=name))
     wrapped_text = outer.format(c=inner.format(c=template.format(f=name)))
     assume("$((" not in wrapped_text)  # "$(" around "(…)" is arithmetic: `$((reboot))` reads a variable, runs nothing
-    wrapped = judge_command(wrapped_text, CWD, _existing_e)
+    wrapped = judge_command(wrapped_text)
     assert wrapped.irreversible, f"{wrapped_text}: {wrapped.reason}"
-    assert _categories(bare.reason) <= _categories(wrapped.reason), f"{wrapped_text}: {wrapped.reason}"
+    assert set(bare.categories) <= set(wrapped.categories), f"{wrapped_text}: {wrapped.reason}"

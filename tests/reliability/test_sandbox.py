@@ -214,8 +214,11 @@ LIMIT_CASES = [  # (case, limits, command, what the output says, failure class)
 @pytest.mark.parametrize(("name", "limits", "command", "says", "failure"), LIMIT_CASES,
                          ids=[c[0] for c in LIMIT_CASES])
 def test_limits_hold_with_and_without_bubblewrap(tmp_path, ws, mode, name, limits, command, says, failure):
-    """A limit ends the command and the output says which (a program reporting it itself fails as usual)."""
-    result = shell(box(tmp_path, ws, confinement=Confinement(sandbox_mode=mode, limits=limits)), command)
+    """A limit ends the command and the output says which (a program reporting it itself fails as usual);
+    without bubblewrap no overlay shows its effect, so the text judge asks first and is told yes."""
+    gate = Gate(True)
+    result = shell(box(tmp_path, ws, gate, confinement=Confinement(sandbox_mode=mode, limits=limits)), command)
+    assert len(gate.asked) == (mode == "off"), gate.asked
     assert not result.ok and not result.output.startswith("timed out"), result.output
     assert says in result.output and result.failure_class == failure
     big = ws / "big.bin"
@@ -233,7 +236,7 @@ TIMEOUT_CASES = [
 
 @pytest.mark.parametrize(("mode", "command"), TIMEOUT_CASES)
 def test_the_timeout_ends_every_process_the_command_started(tmp_path: Path, ws: Path, mode: str, command: str):
-    result = shell(box(tmp_path, ws, timeout_s=1.0, confinement=Confinement(sandbox_mode=mode)), command)
+    result = shell(box(tmp_path, ws, Gate(True), timeout_s=1.0, confinement=Confinement(sandbox_mode=mode)), command)
     assert result.output.startswith("timed out after 1s")
     beat = ws / "beat"
     assert beat.exists(), "the background child never ran"

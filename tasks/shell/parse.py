@@ -1,15 +1,10 @@
-"""Shell text → simple commands, for the Law-1 policy, read by a real bash grammar.
+"""Shell text → simple commands, read by tree-sitter's bash grammar (a hand-written scanner got corners wrong).
 
-The policy must see every command a line would run, including the ones hidden in
-``$( … )``, backticks, process substitutions, here-documents, ``case`` arms, loops and
-``;``/``&&``/``|`` chains.  A hand-written scanner got this wrong in the corners (it ended
-``$(case a in a) …;; esac)`` at the pattern's ``)``), so the text is parsed by
-tree-sitter's bash grammar and the syntax tree is flattened into the structures the rules
-consume: each simple command's words (quotes removed, substitutions replaced by
-placeholders whose inner text is judged on its own), its redirections, its here-input,
-the stage it reads a pipe from, and whether it surely runs in this shell.  Text the
-grammar cannot read raises ParseError; the judge then calls the command irreversible.
-Nothing here judges: it only says what would run, so the rules stay one command at a time.
+Every command a line would run is found, including those hidden in ``$( … )``, backticks, process
+substitutions, here-documents, ``case`` arms, loops and ``;``/``&&``/``|`` chains: each simple
+command's words (quotes removed, substitutions replaced by placeholders whose inner text is kept
+apart), its redirections, its here-input and the stage it reads a pipe from.  Text the grammar
+cannot read raises ParseError.  Nothing here judges or blames.
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ try:
     import tree_sitter_bash
     from tree_sitter import Language, Node, Parser
 except ImportError as exc:  # an environment installed before the dependency was added
-    raise ImportError(f"Law 1 reads shell commands with tree-sitter-bash, which is not installed ({exc}); "
+    raise ImportError(f"artoo reads shell commands with tree-sitter-bash, which is not installed ({exc}); "
                       "reinstall artoo: pip install -e .") from exc
 
 SUB = "__ARTOO_SUB{}__"
@@ -50,9 +45,9 @@ def _parser() -> Parser:
     return parser
 
 
-_NOT_PLAIN = {"subshell", "compound_statement", "do_group", "if_statement", "elif_clause", "else_clause",
-              "while_statement"}
-"""Blocks whose commands may run in a subshell, later, repeatedly or not at all."""
+_BLOCKS = {"subshell", "compound_statement", "do_group", "if_statement", "elif_clause", "else_clause",
+           "while_statement", "negated_command", "ERROR"}
+"""Nodes whose statements are read one by one (what an unreadable stretch holds is read too)."""
 _WRITE_TARGETS_SKIPPED = {"<", "<&", "<<", "<<-"}
 
 
@@ -76,8 +71,6 @@ class Simple:
     redirects: list[Redirect] = field(default_factory=list)
     pipe_from: Simple | None = None
     here_input: str | None = None
-    plain: bool = False
-    """Surely runs in this shell: not in a pipeline, subshell, group, branch or loop, nor after && / ||."""
     reads: list[str] = field(default_factory=list)
     """Files it reads by redirection (``< in.txt``): no Law-1 matter, but a target when the read fails."""
     background: bool = False
@@ -108,7 +101,7 @@ def parse(text: str, partial: bool = False) -> Script:
         source, root = (respelled, second) if not second.has_error else (source, root)
     flat = _Flattener(source)
     try:
-        flat.statements(root, plain=True)
+        flat.statements(root)
         skipped = _skipped(root, source, flat.read_gaps)
     except RecursionError as exc:  # thousands of nested blocks: nobody writes that to be read
         if partial:
@@ -135,11 +128,14 @@ def _error_message(root: Node, source: bytes) -> str:
 
 
 def _skipped(root: Node, source: bytes, read: set[int]) -> str:
-    """Text no token of the tree covers (the grammar passed over it), except gaps the flattener read."""
+    """Text no token of the tree covers (the grammar passed over it), except gaps the flattener read.
+
+    A here-document body is text as a whole: the grammar leaves its literal stretches between
+    substitutions outside every token."""
     at, stack = 0, [root]
     while stack:
         node = stack.pop()
-        if node.child_count:
+        if node.child_count and node.type != "heredoc_body":
             stack.extend(reversed(node.children))
             continue
         gap = source[at:node.start_byte].decode(errors="replace").replace("\\\n", "").strip()
@@ -152,16 +148,9 @@ def _skipped(root: Node, source: bytes, read: set[int]) -> str:
 def strip_prefix(words: list[str]) -> list[str]:
     """Drop shell keywords and leading NAME=value assignments; a for/case header runs nothing."""
     i = 0
-    while i < len(words) and (words[i] in KEYWORDS or _is_assignment(words[i])):
+    while i < len(words) and (words[i] in KEYWORDS or re.match(r"[A-Za-z_][A-Za-z0-9_]*\+?=", words[i])):
         i += 1
-    rest = words[i:]
-    if rest and rest[0] in HEADERS:
-        return []
-    return rest
-
-
-def _is_assignment(word: str) -> bool:
-    return re.match(r"^[A-Za-z_][A-Za-z0-9_]*\+?=", word) is not None
+    return [] if words[i:i + 1] and words[i] in HEADERS else words[i:]
 
 
 def _unescape(text: str) -> str:
@@ -191,7 +180,7 @@ class _Flattener:
         return self.source[node.start_byte:node.end_byte].decode(errors="replace")
 
     # ------------------------------------------------------------ statements
-    def statements(self, node: Node, plain: bool) -> None:
+    def statements(self, node: Node) -> None:
         """Each statement child of a program or block; one followed by ``&`` runs in the background."""
         children = node.children
         for i, child in enumerate(children):
@@ -199,84 +188,78 @@ class _Flattener:
                 continue
             background = i + 1 < len(children) and children[i + 1].type == "&"
             self.backgrounds += background
-            self.statement(child, plain and not background)
+            self.statement(child)
             self.backgrounds -= background
 
-    def statement(self, node: Node, plain: bool) -> None:
+    def statement(self, node: Node) -> None:
         kind = node.type
         if kind == "command":
-            self.command(node, plain)
+            self.command(node)
         elif kind == "redirected_statement":
-            self.redirected(node, plain)
+            self.redirected(node)
         elif kind == "pipeline":
             self.pipeline(node.children)
         elif kind == "list":
-            named = [c for c in node.children if c.is_named]
-            for k, part in enumerate(named):
-                self.statement(part, plain and k == 0)
-        elif kind == "negated_command":
-            self.statements(node, plain)
+            for part in (c for c in node.children if c.is_named):
+                self.statement(part)
         elif kind == "compound_statement" and node.children[0].type == "((":
-            self.emit(["test", self.substitution(node, SUB), self.text(node)], plain)  # dash: nested subshells
-        elif kind in _NOT_PLAIN or kind == "ERROR":
-            self.statements(node, False)
+            self.emit(["test", self.substitution(node, SUB), self.text(node)])  # dash: nested subshells
+        elif kind in _BLOCKS:
+            self.statements(node)
         elif kind == "function_definition":  # the body runs when called: later, maybe never, maybe often
             body = node.child_by_field_name("body")
             if body is not None:
-                self.statement(body, False)
+                self.statement(body)
         elif kind in ("for_statement", "c_style_for_statement", "case_statement"):
             self.header_and_body(node)
         elif kind in ("declaration_command", "unset_command"):
-            self.emit([self.text(node.children[0])] + [self.word(c) for c in node.children[1:] if c.is_named],
-                      plain)
+            self.emit([self.text(node.children[0])] + [self.word(c) for c in node.children[1:] if c.is_named])
         elif kind in ("variable_assignment", "variable_assignments"):
             parts = [c for c in node.children if c.is_named] if kind == "variable_assignments" else [node]
-            self.emit([self.word(p) for p in parts], plain)
-        else:  # [[ … ]] and the like: only their substitutions run; the text is kept for the variables
-            self.emit(["test", *self.substitutions_in(node), self.text(node)], plain)
+            self.emit([self.word(p) for p in parts])
+        else:  # [[ … ]] and the like: only their substitutions run
+            self.emit(["test", *self.substitutions_in(node), self.text(node)])
 
     def header_and_body(self, node: Node) -> None:
         """A for/select/case header becomes a pseudo-command (its words, which run nothing); bodies nest."""
         keyword = "case" if node.type == "case_statement" else "for"
         blocks = ("do_group", "compound_statement", "case_item", "comment")
-        self.emit([keyword, *(self.word(c) for c in node.children if c.is_named and c.type not in blocks)],
-                  False)
+        self.emit([keyword, *(self.word(c) for c in node.children if c.is_named and c.type not in blocks)])
         for child in node.children:
             if child.type == "case_item":
                 self.case_item(child)
             elif child.type in ("do_group", "compound_statement"):
-                self.statements(child, False)
+                self.statements(child)
 
     def case_item(self, node: Node) -> None:
         patterns = [self.word(c) for c in node.children_by_field_name("value")]
-        self.emit(["case", *patterns], False)
+        self.emit(["case", *patterns])
         values = {c.id for c in node.children_by_field_name("value")}
         for child in node.children:
             if child.is_named and child.id not in values and child.type != "comment":
-                self.statement(child, False)
+                self.statement(child)
 
     def pipeline(self, children: list[Node]) -> None:
         for child in children:
             if child.type in ("|", "|&"):
                 self.pipe = self.commands[-1] if self.commands else None
             elif child.is_named and child.type != "comment":
-                self.statement(child, False)
+                self.statement(child)
         self.pipe = None
 
-    def redirected(self, node: Node, plain: bool) -> None:
+    def redirected(self, node: Node) -> None:
         body = node.child_by_field_name("body")
         redirects = [c for c in node.children if c.type.endswith("_redirect")]
-        plain = plain and not any(c.type == "pipeline" for r in redirects for c in r.children)
         if body is not None and body.type == "command":
-            simple = self.command(body, plain)
+            simple = self.command(body)
             if redirects:  # ``python3 - <<EOF``: the grammar leaves the ``-`` outside every token
                 gap = self.source[body.end_byte:redirects[0].start_byte].decode(errors="replace")
                 simple.words.extend(_unescape(w) for w in gap.split())
                 self.read_gaps.add(body.end_byte)
         else:
             if body is not None:
-                self.statement(body, plain)
-            simple = self.emit([], plain)
+                self.statement(body)
+            simple = self.emit([])
         for redirect in redirects:
             self.redirect(simple, redirect)
             self.continuation(redirect)
@@ -291,10 +274,10 @@ class _Flattener:
                 self.pipeline(child.children)
             elif child.is_named and child.type not in ("heredoc_start", "heredoc_body", "heredoc_end",
                                                        "file_redirect", "herestring_redirect", "comment"):
-                self.statement(child, False)
+                self.statement(child)
 
     # ------------------------------------------------------------ simple commands
-    def command(self, node: Node, plain: bool) -> Simple:
+    def command(self, node: Node) -> Simple:
         words: list[str] = []
         redirects: list[Node] = []
         nested: list[Node] = []
@@ -311,15 +294,15 @@ class _Flattener:
                 end = child.end_byte
             elif child.is_named and child.type != "comment":
                 nested.append(child)  # ``coproc (rm x)``: a block the grammar hangs on the command
-        simple = self.emit(words, plain)
+        simple = self.emit(words)
         for redirect in redirects:
             self.redirect(simple, redirect)
         for block in nested:
-            self.statement(block, False)
+            self.statement(block)
         return simple
 
-    def emit(self, words: list[str], plain: bool) -> Simple:
-        simple = Simple(words, pipe_from=self.pipe, plain=plain and self.pipe is None, background=self.backgrounds > 0)
+    def emit(self, words: list[str]) -> Simple:
+        simple = Simple(words, pipe_from=self.pipe, background=self.backgrounds > 0)
         self.pipe = None
         self.commands.append(simple)
         return simple
