@@ -143,6 +143,8 @@ class ExecutionResult(Contract):
     """Evidence, one entry per call: ``name: input → firstN(output, 200)``."""
     calls: list[ToolCall] = Field(default_factory=list)
     """The same calls, structured: tool, normalised targets, success, capped output."""
+    stopped: str = ""
+    """Why code ended the attempt before the model's final answer (a limit, a repeated call); empty otherwise."""
 
 
 class CriterionVerdict(Contract):

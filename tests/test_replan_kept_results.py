@@ -70,7 +70,8 @@ def test_round_two_writes_only_the_summary_and_r4b_judges_it_with_round_ones_nam
     assert f"{KEPT_HEADING}:\n" in asked, "R4b was not shown what round 1 validated"
     kept = asked.split(f"{KEPT_HEADING}:\n", 1)[1]
     assert "[validated in round 1] find the three largest logs under srv/" in kept
-    assert f"result: {names}" in kept and "ls -S srv/*.log | head -3" in kept
+    assert "ls -S srv/*.log | head -3 → srv/app.log" in kept  # what the call printed, never the executor's words
+    assert "result:" not in kept
     assert "write summary.md" not in kept  # round 1's failed write is not a kept result
 
     assert final["output"] == {"find the three largest logs under srv/ (validated in round 1)": names,
@@ -120,7 +121,7 @@ def test_a_result_kept_from_round_one_outlives_a_second_failed_write(scripted, a
     judged = bodies(server, "TaskVerdict")
     assert len(judged) == 1
     kept = prompt(judged[0]).split(f"{KEPT_HEADING}:\n", 1)[-1]
-    assert "[validated in round 1] count the ERROR lines of srv/app.log\nresult: 3" in kept
+    assert "[validated in round 1] count the ERROR lines of srv/app.log\ntool evidence:\nshell: grep -c ERROR" in kept
     assert final["output"] == {"count the ERROR lines of srv/app.log (validated in round 1)": "3",
                                "write the count to errors.txt": "errors.txt written"}
     assert (ws / "errors.txt").read_text() == "3\n"

@@ -67,7 +67,7 @@ def test_a_claimed_backup_over_a_failed_tar_blames_the_missing_folder_not_the_us
     code, final = run_json("back up notes.txt and my photos folder into backup.tgz")
     assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "change_path")
     judged = prompt(bodies(server, "AgentVerdict")[0])  # the claim, and the ground truth beside it
-    assert claim in judged and "Cannot stat" in judged and "[exit code 2]" in judged
+    assert claim not in judged and "Cannot stat" in judged and "[exit code 2]" in judged  # calls, never the claim
     plans = bodies(server, "Plan")
     assert len(plans) == 2, "round 2's plan naming notes.txt and backup.tgz was accepted at once"
     assert must_not(prompt(plans[1])) == f" none\nBlocked targets:\n  - {ws / 'photos'}"
@@ -345,7 +345,7 @@ def test_a_report_claimed_over_a_pipeline_that_read_nothing_blocks_the_missing_l
     code, final = run_json("count each ERROR message of the app log into report.md")
     assert (code, final["directive"], final["replans"], final["prev_directive"]) == (0, "accept", 1, "change_path")
     judged = prompt(bodies(server, "AgentVerdict")[0])
-    assert "report.md written with the error counts" in judged and "No such file or directory" in judged
+    assert "report.md written with the error counts" not in judged and "No such file or directory" in judged
     assert "[exit code 0]" in judged
     plans = bodies(server, "Plan")
     assert len(plans) == 2 and must_not(prompt(plans[1])) == f" none\nBlocked targets:\n  - {gone}"

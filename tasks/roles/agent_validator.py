@@ -84,6 +84,7 @@ def messages_for(subtask: SubTask, result: ExecutionResult, found: list[str] | N
         f"Success criteria:\n{numbered(subtask.success_criteria, notes)}",
         f"Tool calls recorded by code ({len(result.tool_calls)}), the ground truth:\n"
         + fence_untrusted("tool calls", calls),
+        *([f"Code stopped the attempt before a final answer: {result.stopped}"] if result.stopped else []),
         *files,
     ])
     return [system(ROLE, "AgentVerdict"), user(content)]

@@ -250,7 +250,7 @@ def _stopped(subtask: SubTask, reason: str, evidence: list[str], last_text: str 
     if last_text and last_text.strip():
         output += f"\nlast executor note: {last_text.strip()}"
     return ExecutionResult(subtask_id=subtask.subtask_id, status="uncertain", output=output,
-                           tool_calls=evidence, calls=calls)
+                           tool_calls=evidence, calls=calls, stopped=reason)
 
 
 async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal | None,
