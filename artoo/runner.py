@@ -11,6 +11,7 @@ FinalResult JSON object with ``--json``).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import threading
@@ -71,7 +72,7 @@ def execute_flow(request: str, workspace: Path | None, verbose: bool = False) ->
     from artoo.tasks.roles.session import forget_run
 
     check_request(request)  # refused before any flow run exists: nothing to clean up, nothing half-recorded
-    plan_ahead(request, workspace, _send_perceive(request))
+    plan_ahead(request, workspace, _send_perceive(request, workspace))
     try:
         return _run_flow(request, workspace, verbose)
     finally:
@@ -112,7 +113,7 @@ def send_perceive_early(request: str) -> bool:
     return _send_perceive(request) is not None
 
 
-def _send_perceive(request: str) -> tuple[Any, Settings, Any] | None:
+def _send_perceive(request: str, workspace: Path | None = None) -> tuple[Any, Settings, Any] | None:
     """Send R1 early: (the request builder, the settings, R1's answer to come), or None when it was not sent.
 
     Only what fixes R1's words is imported first (``RequestBuilder``, not the client): ``openai``, Prefect and
@@ -121,11 +122,14 @@ def _send_perceive(request: str) -> tuple[Any, Settings, Any] | None:
     from artoo.config.settings import load_settings
     from artoo.tasks.llm.transport.requests import RequestBuilder
     from artoo.tasks.roles.perceiver import messages_for
+    from artoo.tasks.roles.prompting import RUN, run_context
     from artoo.tasks.roles.session import keep_for_run, load_history
 
     try:
         settings = load_settings()
         history = load_history(settings.home_dir, settings.history_size)
+        folder = Path(str(workspace)).expanduser() if workspace else settings.workspace_dir  # as artoo_task
+        RUN.set(run_context(request, folder))  # R1 begins with the bytes every later role's request begins with
     except (ArtooError, OSError, ValueError):
         return None
     keep_for_run(request, history)  # the run's R1 reads this history, not one another command changed since
@@ -152,7 +156,8 @@ def plan_ahead(request: str, workspace: Path | None, sent: tuple[Any, Settings, 
     from artoo.tasks.plan import ahead
 
     ahead.expect(request)  # the flow asks before working round 1 out itself (artoo.tasks.plan.ahead)
-    thread = threading.Thread(target=_plan_ahead, args=(builder, settings, request, workspace, r1),
+    context = contextvars.copy_context()  # the run's shared prompt text goes with it (prompting.RUN)
+    thread = threading.Thread(target=context.run, args=(_plan_ahead, builder, settings, request, workspace, r1),
                               name="artoo-plan-ahead", daemon=True)
     thread.start()
     return thread

@@ -78,8 +78,9 @@ def _check(r: dict[str, Any]) -> list[str]:
 def _llm(r: dict[str, Any], full: bool) -> list[str]:
     depth = INDENT * (2 if r.get("scope", {}).get("subtask") else 1)
     status = "ok" if r.get("ok") else f"FAILED: {r.get('error')}"
+    cached = f" ({r['cached_tokens']} cached)" if isinstance(r.get("cached_tokens"), int) else ""
     head = (f"{depth}· {r.get('role')} {r.get('schema')} · {r.get('model')} · {r.get('prompt_tokens', 0)}+"
-            f"{r.get('completion_tokens', 0)} tokens · {r.get('latency_s', 0):.2f} s · {status}{_cuts(r)}"
+            f"{r.get('completion_tokens', 0)} tokens{cached} · {r.get('latency_s', 0):.2f} s · {status}{_cuts(r)}"
             f"{_negotiated(r)}")
     repairs = [f"{depth}  repaired ({x.get('kind')}): {x.get('detail')}" for x in r.get("repairs") or []]
     if not full:

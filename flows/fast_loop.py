@@ -9,6 +9,8 @@ question again).  Only the final SubTaskOutcome leaves this subflow.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from prefect import flow
 from prefect.logging import get_run_logger
 
@@ -22,8 +24,8 @@ from artoo.config.contracts import (
 )
 from artoo.config.errors import RunFailure
 from artoo.config.protocol import AgentVerdict
-from artoo.tasks.checks.decide import verdict_of
-from artoo.tasks.checks.evaluate import existed_before
+from artoo.tasks.checks.decide import covered_by_reference, settles, verdict_of
+from artoo.tasks.checks.evaluate import check_criteria, existed_before
 from artoo.tasks.decisions.log import SCOPE
 from artoo.tasks.roles import agent_validator as r4a
 from artoo.tasks.roles.runtime import RunDeps, get_runtime
@@ -59,7 +61,8 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
         denied_before = len(toolbox.law1_denials)
         SCOPE.set({**SCOPE.get(), "attempt": attempt})
         try:
-            result = await execute_task(runtime_id, subtask, toolbox, correction, attempt)
+            result = await execute_task(runtime_id, subtask, toolbox, correction, attempt,
+                                        settled=_settled(runtime_id, subtask))
         except RunFailure as exc:
             return _finish(deps, subtask, None, trajectory, attempt, str(exc), exc.failure_class, logger)
         run.record.printed.extend(result.tool_calls)
@@ -71,7 +74,8 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
         checked = [c for c in subtask.success_criteria if c.check.strip()]
         outcomes = await checks_task(runtime_id, checked, f"attempt {attempt}", before_of=subtask.subtask_id,
                                      printed=[*run.record.printed, result.output]) if checked else []
-        decided = {o.criterion: v for o in outcomes if (v := verdict_of(o, _mode(subtask, o.criterion)))}
+        decided = covered_by_reference(subtask.success_criteria, {
+            o.criterion: v for o in outcomes if (v := verdict_of(o, _mode(subtask, o.criterion)))})
         pending = [c for c in subtask.success_criteria if c.criterion not in decided]
         if pending or not subtask.success_criteria:  # the model judges only what no check decided
             judged = subtask.model_copy(update={"success_criteria": pending})
@@ -113,6 +117,22 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
         logger.info("correction → attempt %d: %s", attempt + 1, correction.what_to_do or correction.what_was_wrong)
         deps.bus.publish(correction, "R4a", "R3", subtask.subtask_id)
     raise AssertionError("unreachable: the attempt loop always returns")
+
+
+def _settled(runtime_id: str, subtask: SubTask) -> Callable[[], Awaitable[bool]] | None:
+    """When checks alone decide every criterion of the step: a probe the executor calls after each call that
+    worked, true once every check passes (the attempt then ends without asking the model whether it is done)."""
+    run = get_runtime(runtime_id)
+    record, checked = run.record, [c for c in subtask.success_criteria if c.check.strip()]
+    if record.confined is None or record.before is None or not settles(subtask.success_criteria):
+        return None
+
+    async def settled() -> bool:
+        before = record.snapshots.get(subtask.subtask_id, record.before)
+        outcomes = await check_criteria(checked, run.deps.workspace, before, record.confined, list(record.printed),
+                                        task_before=record.before)
+        return bool(outcomes) and all(o.status == "met" for o in outcomes)
+    return settled
 
 
 def _mode(subtask: SubTask, criterion: str) -> str:

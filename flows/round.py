@@ -31,7 +31,7 @@ from artoo.config.contracts import (
 from artoo.config.errors import PlanRejected, RunFailure
 from artoo.config.protocol import PlanAnswer, TaskVerdict
 from artoo.flows.fast_loop import subtask_flow, subtask_run_name
-from artoo.tasks.checks.decide import verdict_of
+from artoo.tasks.checks.decide import covered_by_reference, verdict_of
 from artoo.tasks.checks.evaluate import existed_before, take_snapshot
 from artoo.tasks.llm import TOOLS_SCHEMA
 from artoo.tasks.plan import rules as plan_rules
@@ -130,7 +130,8 @@ async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | Rep
         checked = [c for c in manifest.task_criteria if c.check.strip()]
         printed = [*run.record.printed, *(as_text(o.output) for o in outcomes)]
         checks = await checks_task(runtime_id, checked, f"round {round_no}", printed=printed) if checked else []
-        decided = {o.criterion: v for o in checks if (v := verdict_of(o, _mode(manifest, o.criterion)))}
+        decided = covered_by_reference(manifest.task_criteria, {
+            o.criterion: v for o in checks if (v := verdict_of(o, _mode(manifest, o.criterion)))})
         pending = manifest.model_copy(update={"task_criteria": [c for c in manifest.task_criteria
                                                                 if c.criterion not in decided]})
         verdicts, summary = [], r4b.checked_summary(list(decided.values()))

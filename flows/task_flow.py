@@ -45,6 +45,7 @@ from artoo.tasks.llm import OpenAICompatLLM, cost_report
 from artoo.tasks.plan.ahead import take as take_ahead
 from artoo.tasks.roles.meta_validator import KeptResult, keep_results
 from artoo.tasks.roles.planner import evidence_block, failure_messages
+from artoo.tasks.roles.prompting import RUN, run_context
 from artoo.tasks.roles.runtime import RunDeps, RunRecord, Runtime, drop, register, with_bus
 from artoo.tasks.roles.session import append_history, history_for
 from artoo.tasks.roles.task import failure_report_task, perceive_task
@@ -95,6 +96,7 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
     home = settings.home_dir
     ws = Path(workspace).expanduser() if workspace else settings.workspace_dir
     ws.mkdir(parents=True, exist_ok=True)
+    shared = RUN.set(run_context(request, ws))  # every role's prompt begins with it (one cached prefix)
     runtime = _open_runtime(settings, ws, request)
     runtime_id = register(runtime)
     deps, record = runtime.deps, runtime.record  # the medium loop swaps only the bus (with_bus)
@@ -125,6 +127,7 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
         if own_audit is not None:
             await own_audit.finish()
         drop(runtime_id)
+        RUN.reset(shared)
         await deps.llm.aclose()
         if deps.store is not None:
             deps.store.close()

@@ -352,12 +352,12 @@ def test_the_runs_cost_table_shows_each_roles_largest_prompt():
 def test_cost_report_sums_per_role_and_names_the_largest_prompt():
     """largest_prompt_tokens: each role's biggest single prompt, which the model's window must hold."""
     records = [CallRecord("R1", "m", "TaskSpec", 10, 5, 0.5, True),
-               CallRecord("R3", "t", "tools", 7, 3, 0.25, True),
+               CallRecord("R3", "t", "tools", 7, 3, 0.25, True, cached_tokens=5),
                CallRecord("R1", "m", "TaskSpec", 0, 0, 0.125, False, "HTTP 500"),
-               CallRecord("R3", "t", "tools", 12, 1, 0.25, True)]
+               CallRecord("R3", "t", "tools", 12, 1, 0.25, True, cached_tokens=10)]
     assert cost_report(records) == {
-        "R1": {"calls": 2, "prompt_tokens": 10, "completion_tokens": 5, "llm_seconds": 0.625,
+        "R1": {"calls": 2, "prompt_tokens": 10, "cached_tokens": 0, "completion_tokens": 5, "llm_seconds": 0.625,
                "largest_prompt_tokens": 10},
-        "R3": {"calls": 2, "prompt_tokens": 19, "completion_tokens": 4, "llm_seconds": 0.5,
+        "R3": {"calls": 2, "prompt_tokens": 19, "cached_tokens": 15, "completion_tokens": 4, "llm_seconds": 0.5,
                "largest_prompt_tokens": 12}}
     assert cost_report([]) == {}

@@ -27,11 +27,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from artoo.config.contracts import CriterionMode, CriterionVerdict
+from artoo.config.contracts import REFERENCE_CRITERION, Criterion, CriterionMode, CriterionVerdict
 from artoo.tasks.checks import tree
 from artoo.tasks.checks.run import Ran
 
-__all__ = ["BROKEN_EXITS", "CheckOutcome", "printed_answer", "from_predicate", "from_reference", "verdict_of"]
+__all__ = ["BROKEN_EXITS", "CheckOutcome", "covered_by_reference", "from_predicate", "from_reference",
+           "printed_answer", "settles", "verdict_of"]
 
 BROKEN_EXITS = frozenset({2, 126, 127})
 """Exit codes that say the check could not test anything (syntax or usage error; not runnable; not found)."""
@@ -173,3 +174,27 @@ def verdict_of(outcome: CheckOutcome, mode: CriterionMode = "verifiable") -> Cri
         return CriterionVerdict(criterion=outcome.criterion, verdict="fail", failure_class="logical", mode=mode,
                                 evidence=f"check `{outcome.command}`: {outcome.reason}{detail}", by="check")
     return None
+
+
+COVERED = "the changes agree with an independent run of the request (the plan's reference run), which meets it"
+"""The evidence of a verifiable criterion with no check of its own, decided by the reference run's agreement."""
+
+
+def covered_by_reference(criteria: list[Criterion],
+                         decided: dict[str, CriterionVerdict]) -> dict[str, CriterionVerdict]:
+    """The verdicts ``decided`` plus, when the plan's reference run agreed, a pass for every verifiable criterion
+    that has no check of its own: the result equals what an independent run of the request leaves, and such a
+    criterion is about that result.  Plausible criteria stay the judge's."""
+    reference = decided.get(REFERENCE_CRITERION)
+    if reference is None or reference.verdict != "pass":
+        return dict(decided)
+    covered = {c.criterion: CriterionVerdict(criterion=c.criterion, verdict="pass", evidence=COVERED, mode=c.mode,
+                                             by="check")
+               for c in criteria if c.criterion not in decided and c.mode == "verifiable" and not c.check.strip()}
+    return {**decided, **covered}
+
+
+def settles(criteria: list[Criterion]) -> bool:
+    """Whether checks alone can decide every criterion: each has a check, or is verifiable beside a reference run."""
+    referenced = any(c.criterion == REFERENCE_CRITERION and c.check.strip() for c in criteria)
+    return bool(criteria) and all(c.check.strip() or (referenced and c.mode == "verifiable") for c in criteria)

@@ -10,14 +10,14 @@ token cost vs. time cost).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
 from artoo.config.protocol import SCHEMAS, Answer, ExecutionAnswer
 
 __all__ = ["LLM", "ROLE_TIER", "TOOLS_SCHEMA", "CallRecord", "Endpoint", "Repair", "Tier", "ToolCallRequest",
-           "ToolTurn", "answer_model", "cost_report", "tier_of"]
+           "ToolTurn", "answer_model", "cached_tokens_of", "cost_report", "tier_of"]
 
 Tier = Literal["brain", "tool"]
 
@@ -91,6 +91,19 @@ class CallRecord:
     """The prompt budget of the request (artoo.tasks.llm.transport.budget): window, its source, estimate, cuts."""
     repairs: list[Repair] = field(default_factory=list)
     """The fixes that made this answer valid without asking the model again."""
+    cached_tokens: int | None = None
+    """Prompt tokens the server served from its cache (llama.cpp's ``timings.cache_n``, or OpenAI's
+    ``prompt_tokens_details.cached_tokens``); None when the server does not say."""
+
+
+def cached_tokens_of(response: Any) -> int | None:
+    """How many of a completion's prompt tokens the server's cache served, when it says."""
+    timings = getattr(response, "timings", None)
+    if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
+        return timings["cache_n"]
+    details = getattr(getattr(response, "usage", None), "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    return cached if isinstance(cached, int) else None
 
 
 class ToolCallRequest(BaseModel):
@@ -138,14 +151,17 @@ class LLM(Protocol):
 
 
 def cost_report(records: list[CallRecord]) -> dict[str, dict]:
-    """Per role: calls, prompt_tokens, completion_tokens, llm_seconds, and largest_prompt_tokens: the
-    biggest single prompt, which the model's context window must hold (llm.context_tokens)."""
+    """Per role: calls, prompt_tokens, cached_tokens (those the server's cache served, when it says),
+    completion_tokens, llm_seconds, and largest_prompt_tokens: the biggest single prompt, which the model's
+    context window must hold (llm.context_tokens)."""
     report: dict[str, dict] = {}
     for record in records:
-        row = report.setdefault(record.role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                                              "llm_seconds": 0.0, "largest_prompt_tokens": 0})
+        row = report.setdefault(record.role, {"calls": 0, "prompt_tokens": 0, "cached_tokens": 0,
+                                              "completion_tokens": 0, "llm_seconds": 0.0,
+                                              "largest_prompt_tokens": 0})
         row["calls"] += 1
         row["prompt_tokens"] += record.prompt_tokens
+        row["cached_tokens"] += record.cached_tokens or 0
         row["largest_prompt_tokens"] = max(row["largest_prompt_tokens"], record.prompt_tokens)
         row["completion_tokens"] += record.completion_tokens
         row["llm_seconds"] += record.latency_s

@@ -17,9 +17,19 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Awaitable, Callable
 
 from artoo.config.contracts import REFERENCE_CRITERION, CorrectionSignal, ExecutionResult, SubTask, ToolCall
-from artoo.tasks.roles.prompting import cap, fence_untrusted, file_names, numbered, system, user, working_folder
+from artoo.tasks.roles.prompting import (
+    cap,
+    fence_untrusted,
+    file_names,
+    in_shared,
+    numbered,
+    system,
+    user,
+    working_folder,
+)
 
 CALL_OUTPUT_CHARS = 1500
 """Characters of each call's output kept in the structured record (the planner sees it on a replan)."""
@@ -102,7 +112,8 @@ def messages_for(subtask: SubTask, correction: CorrectionSignal | None, workspac
                  mode: str = "native") -> list[dict]:
     """R3's opening prompt: intent, the working folder, context, criteria, and on retry the CorrectionSignal;
     ``mode``: how it acts (the role text says it)."""
-    parts = [f"Subtask intent: {subtask.intent}", *([working_folder(workspace)] if workspace else []),
+    folder = [working_folder(workspace)] if workspace and not in_shared(workspace) else []
+    parts = [f"Subtask intent: {subtask.intent}", *folder,
              f"Context:\n{subtask.context.strip() or '(none)'}",
              f"Success criteria the result will be checked against:\n{shown_criteria(subtask)}"]
     if correction is not None:
@@ -253,9 +264,14 @@ def _stopped(subtask: SubTask, reason: str, evidence: list[str], last_text: str 
                            tool_calls=evidence, calls=calls, stopped=reason)
 
 
+SETTLED = "every check of this step passes after: {call}"
+"""The answer of an attempt code ended because its checks all passed (no turn is spent asking the model)."""
+
+
 async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal | None,
-                  max_tool_calls: int = 10) -> ExecutionResult:
-    """One attempt at a subtask; LLM EnvironmentalFailure propagates to the fast loop."""
+                  max_tool_calls: int = 10, settled: Callable[[], Awaitable[bool]] | None = None) -> ExecutionResult:
+    """One attempt at a subtask; LLM EnvironmentalFailure propagates to the fast loop.  ``settled``: when checks
+    alone decide the step, a probe that is true once they all pass; the attempt then ends after that call."""
     if max_tool_calls < 1:
         raise ValueError(f"max_tool_calls must be at least 1, got {max_tool_calls}")
     messages = messages_for(subtask, correction, str(getattr(toolbox, "workspace", "") or ""), acts_by(llm))
@@ -311,4 +327,8 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
                 listing = (call.name, printed(result.output)) if call.name in LISTING_TOOLS else ("", [])
                 if listing[1]:
                     blind_after = (call.name, str(getattr(result, "input", "") or ""))
+                if settled is not None and await settled():
+                    done = SETTLED.format(call=f"{call.name} {cap(str(getattr(result, 'input', '')), 200)}")
+                    return ExecutionResult(subtask_id=subtask.subtask_id, status="completed",
+                                           output=with_printed(done, *listing), tool_calls=evidence, calls=calls)
             messages.append(_tool_message(call.id, call.name, result))

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import json
 import re
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from artoo.config.contracts import Criterion, CriterionVerdict
 from artoo.config.protocol import VerdictAnswer
+from artoo.tasks.tools.found import folder_listing
 
 LAWS = """You are one role inside artoo, a self-correcting task agent on the user's machine.
 The Four Laws, strict priority (a lower law never overrides a higher one):
@@ -60,9 +64,56 @@ def fence_untrusted(label: str, text: str) -> str:
     )
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What stays the same through one run, shown first in every role's prompt: the user's request, the working
+    folder and what it held when the task began."""
+
+    request: str = ""
+    workspace: str = ""
+    files: tuple[str, ...] = ()
+
+
+RUN: ContextVar[RunContext | None] = ContextVar("artoo_run_context", default=None)
+"""The run's context, set once as the run starts (and by ``artoo run`` before it sends R1 early); None outside a
+run (the prompt then starts with the laws alone)."""
+
+
+def shared_text(context: RunContext | None) -> str:
+    """The bytes every role's request begins with in one run: the laws, then the run's context.
+
+    Why one prefix: a local server (llama.cpp) reuses its cache for the longest prefix a prompt shares with the
+    last one, so text all roles share is read once per run instead of once per call; role instructions and
+    changing state come after it."""
+    context = context or RunContext()
+    parts = [LAWS]
+    if context.workspace:
+        parts.append(working_folder(context.workspace))
+    if context.files:
+        listing = "\n".join(context.files)
+        parts.append("What it held when the task began:\n" + fence_untrusted("folder listing", listing))
+    if context.request:
+        parts.append(f"The user's request, in their own words:\n{context.request}")
+    return "\n\n".join(parts)
+
+
+def run_context(request: str, workspace: str | Path) -> RunContext:
+    """The run's context as every part of a run works it out (the flow, and ``artoo run`` sending R1 early):
+    the same request, folder and listing, so the same bytes."""
+    folder = Path(workspace).expanduser()
+    return RunContext(request=request, workspace=str(folder), files=folder_listing(folder))
+
+
+def in_shared(workspace: str) -> bool:
+    """Whether the run's shared text already names this working folder (a role need not say it again)."""
+    context = RUN.get()
+    return bool(workspace) and context is not None and context.workspace == workspace
+
+
 def system(role_text: str, schema_name: str | None = None) -> dict:
-    """A system message: the laws, the role's own text, and which answer schema to produce."""
-    parts = [LAWS, role_text.strip()]
+    """A system message: the laws and the run's context (``shared_text``), the role's own text, and which answer
+    schema to produce."""
+    parts = [shared_text(RUN.get()), role_text.strip()]
     if schema_name:
         parts.append(f'Answer with exactly one JSON object of the schema named "{schema_name}", no prose.')
     return {"role": "system", "content": "\n\n".join(parts)}

@@ -102,3 +102,28 @@ def absent_names(names: list[str], workspace: Path | str) -> list[str]:
         if not os.path.lexists(real) and not _deeper(name, root):
             out.append(name)
     return out
+
+
+LISTED = 40
+"""Entries of the working folder named in the run's shared prompt text (the rest are counted)."""
+
+
+def folder_listing(workspace: Path | str, most: int = LISTED, depth: int = 2) -> tuple[str, ...]:
+    """The working folder's entries down to ``depth`` levels, sorted, folders ending in ``/``, at most ``most``
+    of them and then a count of the rest: what every role is shown as the folder the task began with."""
+    root = Path(workspace).expanduser()
+    found: list[str] = []
+    if not root.is_dir():
+        return ()
+    for folder, dirs, files in os.walk(root):
+        rel = os.path.relpath(folder, root)
+        level = 0 if rel == "." else rel.count(os.sep) + 1
+        dirs.sort()
+        found += [os.path.normpath(os.path.join(rel, d)) + "/" for d in dirs]
+        found += [os.path.normpath(os.path.join(rel, f)) for f in sorted(files)]
+        if level + 1 >= depth:
+            dirs.clear()
+        if len(found) > 10 * most:
+            break
+    found.sort()
+    return tuple(found[:most]) + ((f"… and {len(found) - most} more",) if len(found) > most else ())

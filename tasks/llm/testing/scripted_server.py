@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import socket
 import threading
@@ -111,6 +112,9 @@ class Scenario(BaseModel):
     """Behave like llama-server started with ``-c n_ctx``: GET /props, and prompts over it refused."""
     max_model_len: int | None = None
     """Behave like vLLM about the window: /v1/models lists the model with this ``max_model_len``."""
+    prompt_cache: bool = False
+    """Behave like llama-server's prompt cache on one slot: each answer's ``timings`` says how much of its prompt
+    began as the last prompt did (``cache_n``) and how much was new (``prompt_n``)."""
     refuse: str | None = None
     """A real server's refusals (a name of ``server_refusals.PROFILES``): its status and body, byte for
     byte, for every request shape it refuses; the rest is answered from the queues."""
@@ -176,6 +180,12 @@ def _tool_calls(calls: list[dict]) -> list[dict]:
                     "function": {"name": call["name"],
                                  "arguments": args if isinstance(args, str) else json.dumps(args)}})
     return out
+
+
+def prompt_text(body: dict) -> str:
+    """A request's prompt as one text, in the order a chat template lays it out: tools, then every message."""
+    tools = json.dumps(body["tools"]) if body.get("tools") else ""
+    return tools + "".join(f"<{m.get('role')}>{message_text([m])}" for m in body.get("messages", []))
 
 
 def prompt_tokens_of(body: dict) -> int:
@@ -244,6 +254,7 @@ class ScriptedLLMServer:
         self.host, self.port = host, port
         self._queues = {name: list(entries) for name, entries in self.scenario.answers.items()}
         self._lock = threading.Lock()
+        self._last_prompt = ""
         self._log: list[dict] = []
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -343,7 +354,20 @@ class ScriptedLLMServer:
         if entry.status is not None:
             default = _ERRORS.get(entry.status, ("", None, f"Scripted error {entry.status}."))[2]
             return name, entry, _error(entry.status, entry.error or default)
-        return name, entry, JSONResponse(_completion(body, entry))
+        completion = _completion(body, entry)
+        if self.scenario.prompt_cache:
+            completion["timings"] = self._cached(body, completion["usage"]["prompt_tokens"])
+        return name, entry, JSONResponse(completion)
+
+    def _cached(self, body: dict, prompt_tokens: int) -> dict:
+        """llama-server's ``timings`` for a one-slot prompt cache: the longest common prefix of this prompt's text
+        with the last one's, in the same four-characters-a-token this server counts."""
+        text = prompt_text(body)
+        with self._lock:
+            last, self._last_prompt = self._last_prompt, text
+        common = len(os.path.commonprefix([last, text]))
+        cache_n = min(common // 4, prompt_tokens)
+        return {"cache_n": cache_n, "prompt_n": prompt_tokens - cache_n}
 
     def _respond(self, name: str, body: dict) -> ScriptEntry | None:
         if self.responder is None:

@@ -40,7 +40,15 @@ from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 from artoo.config.errors import ArtooError, ConfigurationError, EnvironmentalFailure, RunFailure
 from artoo.config.protocol import Answer, ExecutionAnswer
 from artoo.config.settings import Settings
-from artoo.tasks.llm.base import TOOLS_SCHEMA, CallRecord, Endpoint, ToolTurn, answer_model, tier_of
+from artoo.tasks.llm.base import (
+    TOOLS_SCHEMA,
+    CallRecord,
+    Endpoint,
+    ToolTurn,
+    answer_model,
+    cached_tokens_of,
+    tier_of,
+)
 from artoo.tasks.llm.output.extract import (
     bash_turn,
     content_tool_calls,
@@ -264,7 +272,8 @@ class OpenAICompatLLM(RequestBuilder):
             self.negotiator.saw_timings(ep, getattr(response, "timings", None))
             usage = getattr(response, "usage", None)
             record = CallRecord(role, ep.model, schema, getattr(usage, "prompt_tokens", 0) or 0,
-                                getattr(usage, "completion_tokens", 0) or 0, latency, ok=True, budget=budget)
+                                getattr(usage, "completion_tokens", 0) or 0, latency, ok=True, budget=budget,
+                                cached_tokens=cached_tokens_of(response))
             self.records.append(record)
             if judged_later:
                 self._unjudged[id(record)] = (ep, kwargs, response)
@@ -322,6 +331,7 @@ class OpenAICompatLLM(RequestBuilder):
             self.observer({"role": record.role, "model": record.model, "tier": ep.tier, "schema": record.schema,
                            "request": {"model": ep.model, **request}, "response": answer,
                            "prompt_tokens": record.prompt_tokens, "completion_tokens": record.completion_tokens,
+                           "cached_tokens": record.cached_tokens,
                            "latency_s": round(record.latency_s, 4), "ok": record.ok, "error": record.error,
                            "budget": record.budget, "repairs": [r._asdict() for r in record.repairs],
                            "negotiated": negotiated, **({"refused": refused} if refused else {})})
