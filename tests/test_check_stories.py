@@ -106,11 +106,12 @@ def test_the_reference_run_decides_with_no_validator_call_and_its_difference_is_
     reference = [r for r in records if r.get("kind") == "check" and r["command"] == RIGHT]
     assert [(r["label"], r["status"]) for r in reference] == [("attempt 1", "unmet"), ("attempt 2", "met"),
                                                                ("round 1", "met")]
-    said = "errors.txt differs from what an independent run of the request wrote there (2 lines, 12 bytes"
+    said = "errors.txt differs from what an independent run of the request wrote there. Your run wrote:"
     assert said in reference[0]["evidence"] and "b.log" in reference[0]["evidence"]
     retry = [json.dumps(r["body"]["messages"]) for r in server.requests if r["schema"] == "tools"][-1]
     assert "RETRY" in retry and said in retry and "b.log" in retry
     assert "| a.log\n    | c.log" not in reference[0]["evidence"]  # the reference's own text is never shown to R3
+    assert RIGHT not in retry  # nor its command (an executor shown it ran it word for word)
     first = next(r for r in server.requests if r["schema"] == "tools")  # the executor never sees the reference
     assert RIGHT not in json.dumps(first["body"]["messages"]) and "test -s errors.txt" in json.dumps(first["body"])
 

@@ -272,7 +272,7 @@ def test_blocked_targets_accumulate_across_rounds():
 
 
 @pytest.mark.parametrize(("cls", "state", "tools"), [
-    ("logical", "break_symmetry", ["shell", "glob"]),
+    ("logical", "break_symmetry", ["glob", "shell:ls"]),  # the shell stays: its last method goes
     ("environmental", "change_path", []),
 ])
 def test_blocked_tools_only_on_logical_states(cls, state, tools):
@@ -284,7 +284,7 @@ def test_blocked_tools_only_on_logical_states(cls, state, tools):
 def test_change_approach_blocks_the_logically_failing_tools():
     decision = run(ctrl(), SCENARIOS["change_approach"][0])[-1]
     assert decision.state == "change_approach"
-    assert decision.directive.blocked_tools == ["shell", "glob"]
+    assert decision.directive.blocked_tools == ["glob", "shell:grep -r"]  # the failed method, never the shell
     assert decision.directive.failure_class == "mixed"
 
 
@@ -324,7 +324,8 @@ def test_directive_fields_and_trajectory():
 def test_log_line_names_everything():
     line = run(ctrl(), SCENARIOS["change_approach"][0])[-1].log_line
     for part in ("round=2", "D=1.000", "P=0.667", "Ω=", "L=", "∇L=+", "directive=change_approach",
-                 "urgency=high", "blocked_tools=[shell, glob]", "blocked_targets=[/d/a.csv (read), /d/b.csv (read)]"):
+                 "urgency=high", "blocked_tools=[glob, shell:grep -r]",
+                 "blocked_targets=[/d/a.csv (read), /d/b.csv (read)]"):
         assert part in line
 
 

@@ -31,8 +31,8 @@ from artoo.config.contracts import REFERENCE_CRITERION, Criterion, CriterionMode
 from artoo.tasks.checks import tree
 from artoo.tasks.checks.run import Ran
 
-__all__ = ["BROKEN_EXITS", "CheckOutcome", "covered_by_reference", "from_predicate", "from_reference",
-           "printed_answer", "settles", "verdict_of"]
+__all__ = ["BROKEN_EXITS", "CheckOutcome", "broken_reason", "covered_by_reference", "from_predicate",
+           "from_reference", "printed_answer", "settles", "suspect_reference", "verdict_of"]
 
 BROKEN_EXITS = frozenset({2, 126, 127})
 """Exit codes that say the check could not test anything (syntax or usage error; not runnable; not found)."""
@@ -60,6 +60,9 @@ class CheckOutcome(BaseModel):
     evidence: str = ""
     """The check's output, or both change sets side by side."""
     comparison: tree.Comparison | None = None
+    refutes: bool = False
+    """A read-only test that the executor's result passes and the plan's reference run's result fails: between the
+    two things the planner wrote, the reference is then the suspect one."""
 
     def note(self) -> str:
         """What a judge is told under the criterion when the check did not decide it (both files, side by side)."""
@@ -67,7 +70,8 @@ class CheckOutcome(BaseModel):
                 else "Its check could not decide it alone")
         shown = tree.side_by_side(self.comparison) if self.comparison is not None else self.evidence
         detail = f"\n{shown}" if shown else ""
-        return f"{head}: `{self.command}`: {self.reason}.{detail}"
+        named = "an independent run of the request" if self.form == "reference" else f"`{self.command}`"
+        return f"{head}: {named}: {self.reason}.{detail}"
 
     def line(self) -> str:
         """How the decision log and the run's log say it."""
@@ -149,6 +153,16 @@ def from_reference(criterion: str, ran: Ran, executor: list[tree.PathChange], *,
                         comparison=comparison, **base)
 
 
+def suspect_reference(outcome: CheckOutcome, refuting: list[str]) -> CheckOutcome:
+    """A reference run that disagrees with the executor while the plan's own tests pass the executor's result and
+    fail the reference's: the reference is more likely wrong than the work, so the judge decides (a small
+    planner wrote ``ls logs/*.log | grep ERROR`` as the reference of "list the logs that contain ERROR")."""
+    said = "; ".join(refuting)
+    return outcome.model_copy(update={"status": "broken", "reason": "it disagrees with the executor's result, and "
+                                      f"the plan's own checks of {said} pass the executor's result and fail the "
+                                      "reference's: the reference is more likely wrong than the work"})
+
+
 def _folded(text: str) -> str:
     return " ".join(text.split())
 
@@ -165,14 +179,18 @@ def printed_answer(criterion: str, ran: Ran, printed: list[str]) -> CheckOutcome
 
 
 def verdict_of(outcome: CheckOutcome, mode: CriterionMode = "verifiable") -> CriterionVerdict | None:
-    """The verdict a check decides (None when the judge must: a broken check, or a question of content)."""
+    """The verdict a check decides (None when the judge must: a broken check, or a question of layout).
+
+    A verdict's evidence reaches the executor's next attempt and the planner, so a reference run is never named
+    by its command there: an executor that was shown it ran it word for word, and agreed with it."""
+    named = "an independent run of the request" if outcome.form == "reference" else f"check `{outcome.command}`"
     if outcome.status == "met":
-        evidence = f"check `{outcome.command}`: {outcome.reason}"
+        evidence = f"{named}: {outcome.reason}"
         return CriterionVerdict(criterion=outcome.criterion, verdict="pass", evidence=evidence, mode=mode, by="check")
     if outcome.status == "unmet":
         detail = f"\n{outcome.evidence}" if outcome.evidence else ""
         return CriterionVerdict(criterion=outcome.criterion, verdict="fail", failure_class="logical", mode=mode,
-                                evidence=f"check `{outcome.command}`: {outcome.reason}{detail}", by="check")
+                                evidence=f"{named}: {outcome.reason}{detail}", by="check")
     return None
 
 

@@ -14,7 +14,13 @@ from pathlib import Path
 
 from artoo.config.contracts import REFERENCE_CRITERION, Criterion
 from artoo.tasks.checks import tree
-from artoo.tasks.checks.decide import CheckOutcome, from_predicate, from_reference
+from artoo.tasks.checks.decide import (
+    CheckOutcome,
+    broken_reason,
+    from_predicate,
+    from_reference,
+    suspect_reference,
+)
 from artoo.tasks.checks.run import Confined, Ran, run_confined, run_reference
 from artoo.tasks.tools import sandbox
 
@@ -97,9 +103,12 @@ async def _one(criterion: Criterion, workspace: Path, before: Snapshot, confined
     was = theirs = None
     if after.exit_code == 0 and before.path is not None:
         was = await run_confined(command, workspace, confined, source=before.path)
-    elif after.exit_code != 0 and reference_result is not None:
+    if reference_result is not None and broken_reason(after) is None:
         theirs = await run_confined(command, workspace, confined, source=reference_result)
-    return from_predicate(criterion.criterion, after, was, theirs)
+    outcome = from_predicate(criterion.criterion, after, was, theirs)
+    if outcome.status == "met" and theirs is not None and theirs.exit_code != 0 and broken_reason(theirs) is None:
+        return outcome.model_copy(update={"refutes": True})
+    return outcome
 
 
 async def check_criteria(criteria: list[Criterion], workspace: Path, before: Snapshot, confined: Confined,
@@ -119,6 +128,10 @@ async def check_criteria(criteria: list[Criterion], workspace: Path, before: Sna
     for c in checked:
         if id(c) not in done:
             done[id(c)] = await _one(c, workspace, before, confined, list(printed), start, result)
+    refuting = [o.criterion for o in done.values() if o.refutes]
+    for c in references:
+        if refuting and done[id(c)].status == "unmet":
+            done[id(c)] = suspect_reference(done[id(c)], refuting)
     return [done[id(c)] for c in checked]
 
 

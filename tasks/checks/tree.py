@@ -218,9 +218,10 @@ def _same_text(a: PathChange, b: PathChange) -> bool:
 def side_by_side(comparison: Comparison, limit: int = 1500, reveal: bool = True) -> str:
     """Both change sets where they differ, in words a judge (``reveal``) or a correction can use.
 
-    A correction is not shown what the reference run wrote into a file (``reveal`` off), only that it differs and
-    how much it holds: an executor shown the reference's text would copy it, and an agreement between two runs
-    is evidence only while they stay independent."""
+    A correction is not shown what the reference run wrote into a file (``reveal`` off), not even how much, only
+    that it differs: an executor shown the reference's text, or its size, would copy it (one told the reference
+    wrote 0 lines wrote an empty file), and an agreement between two runs is evidence only while they stay
+    independent."""
     lines = []
     if comparison.missing:
         lines.append("The reference run made these changes, which your run did not make:")
@@ -233,18 +234,12 @@ def side_by_side(comparison: Comparison, limit: int = 1500, reveal: bool = True)
             lines.append(f"{want.path} differs. The reference run wrote:\n{_block(want.head)}\nYour run wrote:\n"
                          f"{_block(got.head)}")
         else:
-            lines.append(f"{want.path} differs from what an independent run of the request wrote there "
-                         f"({_measure(want)} against yours, {_measure(got)}). Your run wrote:\n{_block(got.head)}")
+            lines.append(f"{want.path} differs from what an independent run of the request wrote there. "
+                         f"Your run wrote:\n{_block(got.head)}")
     if comparison.extra:
         lines.append("Only your run created: " + ", ".join(c.path for c in comparison.extra[:10]))
     text = "\n".join(lines)
     return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-def _measure(change: PathChange) -> str:
-    lines = change.head.count("\n") + (0 if change.head.endswith("\n") or not change.head else 1)
-    more = "+" if change.size > len(change.head.encode()) else ""
-    return f"{lines}{more} line{'' if lines == 1 else 's'}, {change.size} bytes"
 
 
 def _block(text: str) -> str:

@@ -33,6 +33,7 @@ from artoo.config.settings import GGSParams, load_settings
 from artoo.memory.tags import ENV_LOCAL, episode_content, intent_space, path_entity, tool_space
 from artoo.tasks.blame.access import attributed_blocks
 from artoo.tasks.blame.failure import blamed_tools, matched_tools, outcome_counts, refusals, walk_notes_of
+from artoo.tasks.blame.methods import blamed_methods
 from artoo.tasks.ggs.maths import (
     ACTION_STATES,
     LOGICAL_STATES,
@@ -208,7 +209,11 @@ class GGSController:
         tool a subtask of this task matched with: artoo.tasks.blame.failure.blamed_tools)."""
         if state not in LOGICAL_STATES:
             return []
-        return blamed_tools(outcomes, logical_only=state == "change_approach", worked_before=self._worked)
+        tools = blamed_tools(outcomes, logical_only=state == "change_approach", worked_before=self._worked)
+        if "shell" not in tools:
+            return tools
+        failing = [o for o in outcomes if o.status == "failed"]  # the shell stays: its failed methods go
+        return [t for t in tools if t != "shell"] + blamed_methods(failing)
 
     def _most_persistent(self, failing: list[tuple[str, int]]) -> str:
         if not failing:

@@ -160,8 +160,10 @@ def correction(subtask: SubTask, attempt: int, verdicts: list[CriterionVerdict],
     failed = [v for v in verdicts if v.verdict == "fail"]
     wrong = (answer.what_was_wrong or "").strip() or "; ".join(
         f"{v.criterion}: {v.evidence or 'no evidence'}" for v in failed) or "the attempt was not accepted"
+    checked = failed and all(v.by == "check" for v in failed)
     todo = (answer.what_to_do or "").strip() or (
-        "use a different approach that produces tool evidence for: " + "; ".join(v.criterion for v in failed))
+        ("change the result until code's checks pass; what they found is above: " if checked else
+         "use a different approach that produces tool evidence for: ") + "; ".join(v.criterion for v in failed))
     return CorrectionSignal(subtask_id=subtask.subtask_id, attempt=attempt,
                             failure_class=dominant_class(verdicts) or "logical",
                             unmet_criteria=[v.criterion for v in failed], what_was_wrong=wrong,

@@ -90,7 +90,8 @@ DIRECTIVE_MEANING = {
     "change_path": "the approach is sound but the environment blocked it: keep the method, "
                    "use different targets (other paths, queries, sources) instead of the blocked ones; "
                    "where the evidence shows only a missing folder, create it and keep the path the user named.",
-    "change_approach": "the approach is wrong: switch to a different method; the blocked tools are out.",
+    "change_approach": "the approach is wrong: switch to a different method; the blocked tools are out "
+                       "(a blocked shell:PROGRAM OPTIONS is that program used that way; the shell itself stays).",
     "break_symmetry": "stuck with a wrong approach: use a tool class not used before; "
                       "the failing subtasks' tools are blocked (those on the Blocked tools line: "
                       "a tool that worked for another step stays usable).",

@@ -25,6 +25,7 @@ from pathlib import Path
 from artoo.config.settings import Settings
 from artoo.tasks.blame.access import blocked_by_target, call_accesses, pairs_by_access, refusal
 from artoo.tasks.blame.failure import call_targets
+from artoo.tasks.blame.methods import blocked_methods, refused_method
 from artoo.tasks.tools import files, sandbox, shell
 from artoo.tasks.tools.found import named_files_brief
 from artoo.tasks.tools.gate import Law1Gate
@@ -115,6 +116,11 @@ class ToolBox:
         refusal = self._blocked(name, value)
         if refusal is not None:
             return self._result(name, value, refusal)
+        method = refused_method(value, blocked_methods(self.blocked_tools)) if name == "shell" else None
+        if method is not None:
+            return self._result(name, value, ToolError(
+                f"`{method}` is blocked by the GGS for this round (it failed before): use another program, or "
+                "the same one another way; the shell itself stays open", "logical"))
         try:
             output = await self._dispatch(name, value, args)
         except ToolError as exc:

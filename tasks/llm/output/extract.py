@@ -272,9 +272,9 @@ def bash_turn(content: str | None) -> ToolTurn | None:
     """One bash-block protocol answer: its first shell block as a shell call, else a ``DONE:``/``FAILED:`` line as
     the final answer (the rest of the answer after the word is its output); None when it holds neither."""
     command = bash_block(content)
-    if command is not None:
+    if command is not None and _ENDING.match(command) is None:  # a DONE line put in a block is still the end
         return written_call_turn([{"name": "shell", "arguments": {"command": command}}])
-    ending = _ENDING.search(content or "")
+    ending = _ENDING.search(command if command is not None else content or "")
     if ending is None:
         return None
     status = "completed" if ending.group("word").upper() == "DONE" else "failed"
