@@ -1,7 +1,7 @@
 """The bottom layer: what every layer above shares, and nothing that needs another layer.
 
 ``settings`` (the effective settings; shipped defaults in ``artoo.toml``), the spec's messages
-(``contracts``, ``audit_contracts``, ``memory_contracts``, on ``contract_base``), the LLM answer
+(``contracts``, ``audit_contracts``), the LLM answer
 schemas (``protocol``), the exception hierarchy (``errors``) and ``compat``: every Prefect API
 Prefect does not document, in one place (reached as ``artoo.config.compat`` on purpose, never
 re-exported here).

@@ -1,4 +1,5 @@
-"""The spec's message contracts, one pydantic model each, field names as in the spec.
+"""The spec's message contracts, one pydantic model each, field names as in the spec, with the enumerations and
+the base model they share and what memory answers the planner (one concept: the data that passes between roles).
 
 Every model that travels on the bus carries a ``kind`` literal so a mixed stream of
 messages (the Auditor's view) parses into the right type through ``BusMessage``.
@@ -12,25 +13,89 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from artoo.config.contract_base import (  # noqa: F401 — re-exported: the contracts' public names
-    ACCESSES,
-    ANY_USE,
-    Access,
-    ActionDirective,
-    BlockedTarget,
-    Contract,
-    CriterionMode,
-    FailureClass,
-    FinalDirective,
-    Level,
-    MacroState,
-    MemoryAction,
-    OutcomeKind,
-    Urgency,
-)
-from artoo.config.memory_contracts import Potentials, SOPRecord  # noqa: F401 — re-exported
+FailureClass = Literal["logical", "environmental"]
+CriterionMode = Literal["verifiable", "plausible"]
+MacroState = Literal["abandon", "success", "break_symmetry", "change_approach", "change_path", "refine"]
+ActionDirective = Literal["refine", "change_path", "change_approach", "break_symmetry"]
+FinalDirective = Literal["accept", "success", "abandon"]
+Urgency = Literal["low", "normal", "high"]
+MemoryAction = Literal["Ignore", "Exploit", "Avoid", "Caution"]
+Level = Literal["M", "K", "C", "T"]
+OutcomeKind = Literal["matched", "failed", "skipped", "denied"]
+Access = Literal["read", "write", "execute", "delete", "all"]
+"""How a call used a target; ``all`` is every access (a blame recorded before accesses were told apart, or one
+that cannot tell)."""
+ACCESSES: tuple[str, ...] = ("read", "write", "execute", "delete")
+"""The single accesses, ``all`` aside."""
+ANY_USE: tuple[str, ...] = ("all", "read")
+"""Accesses whose block forbids naming the target at all: reading is the least use a plan can make of it."""
+
+
+class Contract(BaseModel):
+    """Base: unknown fields are refused so a typo never silently drops data."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class BlockedTarget(Contract):
+    """One input that failed for environmental reasons, and the access that failed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)  # hashable: the GGS keys its blame by it
+
+    target: str
+    """The normalised path (or query) that failed."""
+    access: Access = "all"
+    """The access refused: a write refused on a read-only file leaves it readable."""
+
+    @classmethod
+    def of(cls, item: BlockedTarget | str | dict) -> BlockedTarget:
+        """A blocked target from its current form, or from a bare string (every access, as older homes wrote it)."""
+        if isinstance(item, BlockedTarget):
+            return item
+        if isinstance(item, str):
+            return cls(target=item)
+        return cls.model_validate(item)
+
+    @property
+    def any_use(self) -> bool:
+        """Blocked for every use (read or all), not only for writing, executing or deleting."""
+        return self.access in ANY_USE
+
+    def label(self) -> str:
+        """``/w/data.csv (write)``: how a prompt or a log line names it."""
+        return self.target if self.access == "all" else f"{self.target} ({self.access})"
+
+
+# ---- what memory answers R2 at planning time (not bus messages: MemoryQuery carries Potentials) ----------
+
+
+class Potentials(Contract):
+    """Live dual-channel convolution for one tag pair."""
+
+    attention: float
+    """Σ|f|·e^(−kΔt): where to look."""
+    decision: float
+    """Σσ·f·e^(−kΔt): what to do."""
+    action: MemoryAction
+    """Ignore, Exploit, Avoid or Caution by the spec's thresholds."""
+
+
+class SOPRecord(Contract):
+    """A C-level rule served to R2."""
+
+    id: str
+    """The C Megram's id."""
+    space: str
+    """Tag space."""
+    entity: str
+    """Tag entity."""
+    content: str
+    """The rule."""
+    sigma: float
+    """>0: SHOULD PREFER; ≤0: MUST NOT."""
+
 
 REFERENCE_CRITERION = "the folder ends as an independent run of the request leaves it"
 """The task criterion a plan's reference run stands for: verifiable, decided by comparing change sets."""
@@ -299,7 +364,7 @@ class PlanDirective(Contract):
     """Tools R2 must not use (logical failures)."""
     blocked_targets: list[BlockedTarget] = Field(default_factory=list)
     """Inputs that failed and how, accumulated over all rounds (environmental failures); a bare string is
-    every access (a directive written before #26)."""
+    every access (as older directives wrote it)."""
     failed_criterion: str = ""
     """The most persistent failing criterion."""
     failure_class: Literal["logical", "environmental", "mixed"] = "logical"
@@ -318,7 +383,7 @@ class PlanDirective(Contract):
     @field_validator("blocked_targets", mode="before")
     @classmethod
     def _bare_targets(cls, value: object) -> object:
-        """Directives on the bus and in logs from before #26 hold bare strings: every access."""
+        """Older directives on the bus and in logs hold bare strings: every access."""
         return [BlockedTarget.of(v) for v in value] if isinstance(value, list) else value
 
 

@@ -68,7 +68,7 @@ class ExecutionAnswer(Answer):
 
 # Evidence before the verdict: a model writes the fields in schema order (a grammar holds it to it).
 # Qwen2.5-Coder-1.5B, writing ``verdict`` first, committed to "fail" on a correct ``wc -l`` result and
-# then wrote 1,000 tokens justifying it (#25, run t9).  The docstring is the schema's description: the
+# then wrote 1,000 tokens justifying it.  The docstring is the schema's description: the
 # model reads it, so it stays one line.
 class VerdictAnswer(Answer):
     """One criterion's verdict as a validator writes it: the evidence first, then the verdict."""

@@ -58,7 +58,7 @@ When anything fails, what_was_wrong says the gap and what_to_do the concrete cha
 attempt; otherwise both are null."""
 """R4a's role text.  The criterion by number and evidence in one line: Qwen2.5-Coder-1.5B copied each
 criterion with its "1. [plausible]" label, and asked to quote the tool call repeated one tool line until
-``max_tokens`` (1,024 tokens, 296 s at this machine's speed: #25, run t7); numbers are aligned by code."""
+``max_tokens`` (1,024 tokens, minutes on a CPU); numbers are aligned by code."""
 
 
 def named_files(subtask: SubTask) -> list[str]:

@@ -123,7 +123,7 @@ def messages_for(subtask: SubTask, correction: CorrectionSignal | None, workspac
 
 REDIRECT = ("A file that must hold what a command prints is made by that command redirected into it, in one "
             "shell call (command > file), never written by hand. ")
-"""Said after a tool result while a file the criteria name does not exist yet.  t33 and t34 of #25: after
+"""Said after a tool result while a file the criteria name does not exist yet: after
 ``glob`` listed the three files, Qwen2.5-Coder-1.5B wrote ``10 15 20`` and ``Total lines: 3`` into totals.md
 by hand; the same rule in the role text, 2,000 tokens back, did not reach it."""
 
@@ -136,7 +136,7 @@ def with_checklist(messages: list[dict], subtask: SubTask, files: list[str] | No
     tokens back, in the first message.  Only the request carries the reminder: the kept conversation
     does not grow by one per turn.
 
-    ``files``: the files the criteria name, as they are now (read by code).  Run t6 of #25: after
+    ``files``: the files the criteria name, as they are now (read by code).  A small model, after
     ``wc -l *.txt`` the model alternated ``read_file totals.md`` and ``glob`` until the call limit, never
     writing the file the criteria named; a line saying "totals.md: does not exist" says what is missing."""
     if not messages or messages[-1].get("role") != "tool":
@@ -172,10 +172,10 @@ REPEATED = ("this is the same call as the one just before, and its output is abo
             "final answer. Asking for the same call again ends this attempt.")
 """Why a call asked twice in a row is not run, once per attempt (the second repeat ends the attempt).
 
-Qwen2.5-Coder-1.5B asks for ``glob *.txt`` again right after it answered.  In t18 of #25 every attempt
+Qwen2.5-Coder-1.5B asks for ``glob *.txt`` again right after it answered.  In one real run every attempt
 of round 1 was ``glob``, ``glob``, and round 2's ``locate``, ``locate``: ending the attempt at the repeat
 spent it before the model was ever told that the output it needed was in front of it.  Told so, it asked
-for ``glob *.txt`` a third time (t22, t30): the next turn is therefore offered every tool but the repeated one
+for ``glob *.txt`` a third time: the next turn is therefore offered every tool but the repeated one
 (``offered``), which a server's grammar then holds the answer to."""
 
 
@@ -190,9 +190,9 @@ WRITTEN_BLIND = ("this write was composed in the same turn as {tool}, before its
                  "cannot hold that output. Write the file again now, with the output above in it{redirect}.")
 """Why a write_file after a call that printed data in the same turn is not run.
 
-The model asks for all of a turn's calls before any runs.  In t19 of #25 one turn held ``glob *.txt``,
+The model asks for all of a turn's calls before any runs.  One real turn held ``glob *.txt``,
 ``wc -l *.txt`` and ``write_file totals.md`` with the content ``{{ total_lines }}``: a placeholder for
-counts it had not seen.  Held back, the write comes again in the next turn, after the counts.  In t20
+counts it had not seen.  Held back, the write comes again in the next turn, after the counts.  Once
 the model asked for the same turn again (a header line as content): where the output came from a shell
 command, the message also names that command redirected into the file, a call that cannot be blind."""
 
@@ -246,8 +246,8 @@ def with_printed(answer: str, tool: str, lines: list[str]) -> str:
 
     Why: the result a person asked for ("find the files modified in the last 30 days") is what the
     command printed, and a small model answers with a sentence about it.  Qwen2.5-Coder-1.5B ran
-    ``find … -type f -mtime -30`` and answered "the files … are listed in the output" (#25's eval, fs3
-    task 1): the run was accepted and the person was never shown a file.  Code adds the lines, labelled
+    ``find … -type f -mtime -30`` and answered "the files … are listed in the output" (an InterCode
+    task): the run was accepted and the person was never shown a file.  Code adds the lines, labelled
     as recorded by code, so the answer holds the data; an answer that quotes half of it is left alone.
     """
     if not lines or _quotes(answer, lines):

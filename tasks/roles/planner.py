@@ -40,20 +40,20 @@ does it, so the plan is one subtask:
                          "mode": "verifiable", "check": "test -s big.txt"}],
    "tools": ["shell"]}]}"""
 """A worked plan.  Why: Qwen2.5-Coder-1.5B split "count the lines … and write the totals to totals.md" into
-"find and count" and "write totals.md" (#25, runs t7 and t8); the first step's executor answered with a
+"find and count" and "write totals.md"; the first step's executor answered with a
 description instead of the counts and the second had nothing to write.  One small example of a
 one-subtask plan that writes its file is what a small model copies best; it is another task on purpose.
 Its context names no command: with one (``ls -S *.log | head -n 1 > big.txt``) the model put a command of
-its own in every context, and its commands were wrong (t10: an ``awk`` sum over ``wc -l``'s output that
-counted the "total" line again; t11: ``find … | wc -l``, which counts files, not lines) while the
+its own in every context, and its commands were wrong (an ``awk`` sum over ``wc -l``'s output that
+counted the "total" line again; ``find … | wc -l``, which counts files, not lines) while the
 executor's own were right.  Its step criterion says what the file holds in the task criterion's words: the
 model copies it, and "holds one .log file name" came back as "totals.md exists and holds one .txt file
-name" (t17 and t19 of #25, round 2), a criterion no right totals.md meets."""
+name" in a replan, a criterion no right totals.md meets."""
 
 KEEP_WORDS = """- Criteria keep the request's own words for what the output holds, never narrower: what the request asks
   per item stays per item (for "the sizes of the files", one size per file, not their sum)."""
 """Why: asked to "write the totals to totals.md", Qwen2.5-Coder-1.5B wrote the criterion "totals.md holds the
-total number of lines of every .txt file" (#25, t13 and t21); the executor then wrote the grand total only,
+total number of lines of every .txt file"; the executor then wrote the grand total only,
 and both validators passed it, rightly by that criterion.  The request's per-file totals were lost in the plan."""
 
 ROLE = f"""Role R2, Planner. Turn the task into a plan for executor agents.
@@ -135,7 +135,7 @@ def directive_block(directive: PlanDirective) -> str:
 
 
 def _one_way_lines(blocked: list[BlockedTarget]) -> list[str]:
-    """Targets blocked for one access only (#26): the planner may still use them the other ways."""
+    """Targets blocked for one access only: the planner may still use them the other ways."""
     one_way = [b for b in blocked if not b.any_use]
     if not one_way:
         return []

@@ -133,7 +133,7 @@ def user(content: str) -> dict:
 def objected(messages: list[dict], objection: str | None) -> list[dict]:
     """A validator's prompt asked again: the same prompt with code's objection at the end of its last message
     (unchanged without one).  Its own earlier answer is not shown: given it as the assistant's turn,
-    Qwen2.5-Coder-1.5B sent it back word for word (t34's R4a, t36's R4b of #25)."""
+    Qwen2.5-Coder-1.5B sent it back word for word (as R4a and as R4b)."""
     if not objection:
         return messages
     return [*messages[:-1], {**messages[-1], "content": f"{messages[-1]['content']}\n\n{objection}"}]
@@ -210,7 +210,7 @@ def align_verdicts(criteria: list[Criterion], answers: list[VerdictAnswer]) -> l
     """One verdict per planned criterion, matched by text; a missing one fails (logical).
 
     An answer that names its criterion by number alone ("1") is matched to that numbered line of the
-    prompt: Qwen2.5-Coder-1.5B as R4a wrote ``"criterion": "1"`` (#25, run t4), which by text matched
+    prompt: Qwen2.5-Coder-1.5B as R4a wrote ``"criterion": "1"``, which by text matched
     nothing and failed a criterion it had judged.  A number is unambiguous; a text match still wins."""
     by_key: dict[str, VerdictAnswer] = {}
     by_index: dict[int, VerdictAnswer] = {}

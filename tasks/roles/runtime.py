@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from artoo.config.memory_contracts import SOPRecord
+from artoo.config.contracts import SOPRecord
 from artoo.config.settings import Settings
 from artoo.tasks.bus.events import Bus
 
