@@ -49,8 +49,6 @@ class PlannedSubTask(Answer):
 class PlanAnswer(Answer):
     """R2's answer (schema name ``Plan``)."""
 
-    reference: str = ""
-    """One bash command that does the whole request in the working folder, written before the plan."""
     task_criteria: list[Criterion]
     """Assertions about the combined output of all subtasks."""
     subtasks: list[PlannedSubTask]

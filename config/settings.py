@@ -106,6 +106,9 @@ class CheckParams(BaseModel):
     snapshot_max_mb: int = Field(64, ge=0, description="Largest folder (MB) copied before the task for reference "
                                  "runs; a larger folder has no reference runs (their criteria are judged).")
     snapshot_max_files: int = Field(5000, ge=0, description="Most entries copied before the task for reference runs.")
+    reference_call: bool = Field(True, description="Ask R2 once per task, in a free answer, for one command that "
+                                 "does the whole request: the reference run every result is compared with (one "
+                                 "short call; off: only the plan's own checks decide).")
 
 
 class AblationParams(BaseModel):

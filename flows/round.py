@@ -48,6 +48,7 @@ from artoo.tasks.roles.task import (
     meta_validate_task,
     plan_task,
     publish_r4b,
+    reference_task,
 )
 from artoo.tasks.tools.found import absent_names, named_files_now
 from artoo.tasks.tools.specs import specs_for
@@ -120,7 +121,7 @@ async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | Rep
     plan, moves = plan_rules.place_task_criteria(plan)
     plan, told = plan_rules.with_request(plan, spec.intent)
     _note_repairs(deps, round_no, moves + told)
-    manifest, groups = plan_rules.dispatch(plan, spec.task_id, round_no)
+    manifest, groups = plan_rules.dispatch(plan, spec.task_id, round_no, await _reference(runtime_id, spec))
     deps.bus.publish(manifest, "R2", "R4b")
     outcomes = await _run_groups(runtime_id, deps, round_no, groups, sorted(inputs.must_not_tools),
                                  sorted(inputs.must_not_targets), inputs.pairs)
@@ -173,6 +174,17 @@ async def _grounded(runtime_id: str, deps: RunDeps, round_no: int, answer: TaskV
         return await meta_validate_task(runtime_id, manifest, outcomes, kept, found, notes=notes, objection=objection,
                                         suffix=REJUDGED)
     return await grounded_answer(deps, "R4b", answer, ground, reask, found, round=round_no)
+
+
+async def _reference(runtime_id: str, spec: TaskSpec) -> str:
+    """The task's reference run: asked once, in the first round that needs it, from the request alone."""
+    run = get_runtime(runtime_id)
+    record, settings = run.record, run.deps.settings
+    if record.reference is None:
+        wanted = settings.checks.enabled and settings.checks.reference_call and record.confined is not None \
+            and record.confined.bwrap is not None and record.before is not None and record.before.path is not None
+        record.reference = await reference_task(runtime_id, spec) if wanted else ""
+    return record.reference
 
 
 def _mode(manifest: DispatchManifest, criterion: str) -> str:

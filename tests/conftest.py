@@ -33,6 +33,9 @@ os.environ.setdefault("ARTOO_LLM__CONTENT_PROBE", "false")
 # scripted story or a replayed real run queued for a later attempt or round.  Off here; the stories of the re-ask
 # (tests/test_rejudge.py) turn it on and script that answer.
 os.environ.setdefault("ARTOO_LLM__REJUDGE_UNGROUNDED", "false")
+# Likewise R2's free-answer request for the task's reference run (checks.reference_call) would meet scripted
+# stories and replayed real runs that queued no answer for it.  Off here; the stories of checks turn it on.
+os.environ.setdefault("ARTOO_CHECKS__REFERENCE_CALL", "false")
 # A suite started in the background without job control (`(… &)` in a script) inherits SIGINT ignored, and
 # every child it starts would too (an ignored signal survives exec): the Ctrl-C stories then fail for the
 # runner's shell, not for artoo.  Restored here, children start with the default, as under a terminal.

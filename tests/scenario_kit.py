@@ -25,10 +25,14 @@ def subtask(intent: str, criteria: list[str | dict], sequence: int = 1, context:
     return entry if tools is None else {**entry, "tools": list(tools)}
 
 
-def plan(subtasks: list[dict], task_criteria: list[str | dict], reference: str | None = None, **entry: Any) -> dict:
-    """A Plan answer entry (``reference``: the plan's one command for the whole request)."""
-    answer = {"task_criteria": [crit(c) for c in task_criteria], "subtasks": subtasks}
-    return {"answer": answer if reference is None else {"reference": reference, **answer}, **entry}
+def plan(subtasks: list[dict], task_criteria: list[str | dict], **entry: Any) -> dict:
+    """A Plan answer entry."""
+    return {"answer": {"task_criteria": [crit(c) for c in task_criteria], "subtasks": subtasks}, **entry}
+
+
+def command(text: str) -> dict:
+    """R2's free answer for the reference run (queue ``Command``), as a small model writes it: a fenced block."""
+    return {"raw": f"The command:\n```bash\n{text}\n```"}
 
 
 def spec(task_id: str, intent: str) -> dict:

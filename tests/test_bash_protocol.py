@@ -93,3 +93,23 @@ def test_an_attempt_in_bash_mode_runs_the_block_and_ends_on_done(tmp_path, monke
     shown = json.dumps(first["messages"])
     assert "code checks it with: grep -q 3 count.txt" in shown and "Tool priority chain" not in shown
     assert second["messages"][-1]["role"] == "user" and "[exit code 0]" in second["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("content, command", [
+    ("```bash\nmkdir -p backup && cp *.csv backup/\n```", "mkdir -p backup && cp *.csv backup/"),
+    ("grep -l ERROR logs/*.log > error_logs.txt", "grep -l ERROR logs/*.log > error_logs.txt"),  # a lone line
+    ("`wc -l < access.log > line_count.txt`", "wc -l < access.log > line_count.txt"),
+    ("You can use grep for this. It searches files.", None),  # prose: two sentences, no command to take
+    ("DONE: nothing", None),
+])
+def test_the_reference_answer_yields_its_command(content, command):
+    from artoo.tasks.llm.output.extract import bash_block, lone_command
+
+    assert (bash_block(content) or lone_command(content)) == command
+
+
+def test_the_scripted_server_routes_the_reference_request_as_the_planner_writes_it():
+    from artoo.tasks.llm.testing.scripted_server import COMMAND_HEAD
+    from artoo.tasks.roles.planner import REFERENCE_HEAD
+
+    assert COMMAND_HEAD == REFERENCE_HEAD

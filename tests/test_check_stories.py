@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import final_from, run_cli
-from tests.scenario_kit import agent, call, crit, done, plan, scenario, spec, subtask, task_verdict, verdict
+from tests.scenario_kit import agent, call, command, crit, done, plan, scenario, spec, subtask, task_verdict, verdict
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
 
@@ -90,16 +90,18 @@ def test_the_reference_run_decides_with_no_validator_call_and_its_difference_is_
     """Agreement: the step's check and the reference run decide every criterion, so neither validator is asked.
     Disagreement (every name, where the reference wrote the matching ones): the attempt fails with both change
     sets as evidence, and the next attempt's correction quotes them."""
+    monkeypatch.setenv("ARTOO_CHECKS__REFERENCE_CALL", "true")
     folder = logs_folder(artoo_env)
     the_plan = plan([subtask(INTENT, [crit(LISTS, check="test -s errors.txt")], tools=["shell"])],
-                    [crit(LISTS, check="test -s errors.txt")], reference=RIGHT)
+                    [crit(LISTS, check="test -s errors.txt")])
     server = scripted(scenario(
-        TaskSpec=[spec("list_error_logs", REQUEST)], Plan=[the_plan],
+        TaskSpec=[spec("list_error_logs", REQUEST)], Plan=[the_plan], Command=[command(RIGHT)],
         tools=[call("shell", command=WRONG), done("errors.txt lists the logs with ERROR"),
                call("shell", command=RIGHT), done("errors.txt lists the logs with ERROR")],
     ))
     code, out, err = run_cli("run", "--json", "--workspace", str(folder), REQUEST)
     assert (code, final_from(out)["directive"]) == (0, "accept"), err[-2000:]
+    assert schemas(server)[:3] == ["TaskSpec", "Plan", "Command"]  # and R2's reference, from the request alone
     assert "AgentVerdict" not in schemas(server) and "TaskVerdict" not in schemas(server)
     assert (folder / "errors.txt").read_text().split() == ["a.log", "c.log"]
     records = decisions(artoo_env)

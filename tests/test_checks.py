@@ -254,3 +254,16 @@ def test_claims(command, expected):
 def test_contradictions(checks, contradict):
     criteria = [Criterion(criterion=f"c{i}", check=c) for i, c in enumerate(checks)]
     assert bool(contradictions(criteria)) is contradict
+
+
+@pytest.mark.parametrize("command, misused", [
+    ("test -d backup && find backup -name '*.csv' | wc -l == $(find . -name '*.csv' | wc -l)", True),  # real R2
+    ("ls backup/*.csv | wc -l -eq 3", True),
+    ('[ "$(ls backup | wc -l)" -eq 3 ]', False),
+    ("test $(wc -l < out.txt) == 3", False),
+    ("grep -q '==' notes.md", False),  # grep's pattern may be anything
+])
+def test_a_comparison_outside_test_is_a_broken_check(command, misused):
+    from artoo.tasks.checks.decide import misused_comparison
+
+    assert (misused_comparison(command) is not None) is misused

@@ -107,6 +107,16 @@ def test_macro_state_uses_the_given_params():
     assert macro_state(0.6, 0.9, 0.0, 0.0, loose) == "success"
 
 
+@pytest.mark.parametrize("D, P, grad, gap, state", [
+    (0.25, 0.9, 0.0, False, "success"),        # a gap within δ in what is judged: forgiven
+    (0.25, 0.9, 0.0, True, "break_symmetry"),  # a verifiable criterion failed: never a success at D ≤ δ
+    (0.25, 0.1, 0.5, True, "refine"),
+    (0.0, 0.0, 0.0, True, "change_path"),      # (D = 0 with a failed verifiable verdict cannot happen; the rule holds)
+])
+def test_a_failed_verifiable_criterion_is_no_success_within_delta(D, P, grad, gap, state):
+    assert macro_state(D, P, 0.0, grad, SPEC, verified_gap=gap) == state
+
+
 def test_params_default_to_load_settings(monkeypatch, tmp_path):
     monkeypatch.delenv("ARTOO_CONFIG", raising=False)
     monkeypatch.setenv("ARTOO_HOME", str(tmp_path))

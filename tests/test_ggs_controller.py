@@ -46,9 +46,10 @@ def out(status: str, verdicts=(), cls=None, tools=(), trajectory=(), output=None
                           gap_trajectory=list(trajectory), output=output, intent=intent)
 
 
-def failing(n_fail: int, n_total: int, cls: str = "logical", tools=(), name: str = "c") -> SubTaskOutcome:
-    """A failed outcome with n_total verifiable criteria of which the first n_fail failed."""
-    verdicts = [v(f"{name}{i}", "fail" if i < n_fail else "pass", cls) for i in range(n_total)]
+def failing(n_fail: int, n_total: int, cls: str = "logical", tools=(), name: str = "c",
+            mode: str = "verifiable") -> SubTaskOutcome:
+    """A failed outcome with n_total criteria (of ``mode``) of which the first n_fail failed."""
+    verdicts = [v(f"{name}{i}", "fail" if i < n_fail else "pass", cls, mode) for i in range(n_total)]
     return out("failed", verdicts, cls, tools)
 
 
@@ -77,7 +78,7 @@ THREE_WAY = [failing(1, 1, "logical", ["shell: grep -r Q3 → nothing"], "x"),
              failing(1, 1, "environmental", [B_CSV], "z")]
 SCENARIOS = {
     "accept": ([summary([matched(2)], [v("t", "pass")])], 0, 1),
-    "success": ([rr([failing(1, 4)])], 0, 1),
+    "success": ([rr([failing(1, 4, mode="plausible")])], 0, 1),  # a judged gap within δ; a verified one never
     "abandon": ([rr([failing(1, 1)])], 2 * SPEC.time_budget_ms, 1),
     "change_path": ([rr([failing(1, 1, "environmental", [A_CSV])])], 0, 1),
     # round 2 writes only the target blamed in round 2 (B); round 1's (A, blocked since) is not re-written
@@ -139,7 +140,7 @@ def test_action_megrams_tag_tool_and_target():
 
 
 def test_naive_clock_is_taken_as_utc():
-    decision = ctrl(now=lambda: datetime(2025, 3, 1, 12, 0)).evaluate(rr([failing(1, 4)]), 0)
+    decision = ctrl(now=lambda: datetime(2025, 3, 1, 12, 0)).evaluate(rr([failing(1, 4, mode="plausible")]), 0)
     assert decision.megrams[0].created_at == CLOCK
 
 
@@ -164,7 +165,7 @@ def test_accept_still_abandons_when_omega_reaches_theta():
 
 @pytest.mark.parametrize(("n_fail", "expected"), [(1, "success"), (2, "break_symmetry")])
 def test_outcome_summary_with_failures_goes_through_the_cascade(n_fail, expected):
-    decision = ctrl().evaluate(summary([matched(2)], [v(f"t{i}", "fail" if i < n_fail else "pass")
+    decision = ctrl().evaluate(summary([matched(2)], [v(f"t{i}", "fail" if i < n_fail else "pass", mode="plausible")
                                                       for i in range(2)]), 0)
     assert pytest.approx(n_fail / 4) == decision.loss.D
     assert decision.state == expected
@@ -177,11 +178,18 @@ def test_task_level_rejection_counts_in_d_and_replans():
     assert decision.directive.failed_criterion == "sorted by date"
 
 
-def test_one_of_four_failing_is_success():
-    decision = ctrl().evaluate(rr([failing(1, 4, name="has ")], merged=["a.pdf"]), 0)
+def test_one_of_four_judged_criteria_failing_is_success():
+    decision = ctrl().evaluate(rr([failing(1, 4, name="has ", mode="plausible")], merged=["a.pdf"]), 0)
     assert pytest.approx(0.25) == decision.loss.D
     assert decision.state == decision.final.directive == "success"
     assert "still unmet: has 0" in decision.final.summary and decision.final.output == ["a.pdf"]
+
+
+def test_one_of_four_verifiable_criteria_failing_is_no_success():
+    """D = 0.25 ≤ δ, but the failed criterion is verifiable: the result is shown wrong, so the round replans."""
+    decision = ctrl().evaluate(rr([failing(1, 4, name="has ")], merged=["a.pdf"]), 0)
+    assert pytest.approx(0.25) == decision.loss.D
+    assert decision.final is None and decision.state in ACTION_STATES
 
 
 def test_outright_executor_failure_is_never_success():
@@ -191,7 +199,7 @@ def test_outright_executor_failure_is_never_success():
 
 
 def test_output_falls_back_to_matched_outputs():
-    decision = ctrl().evaluate(rr([failing(1, 4)], ok=[matched(output="x"), matched(output="y")]), 0)
+    decision = ctrl().evaluate(rr([failing(1, 4, mode="plausible")], ok=[matched(output="x"), matched(output="y")]), 0)
     assert decision.final.output == ["x", "y"]
 
 
@@ -210,7 +218,7 @@ def test_two_worsening_rounds_abandon():
 def test_worsening_then_success_stays_success():
     params = GGSParams(w1=0.0, w2=0.0, beta=0.6, max_replans=5)
     decisions = run(ctrl(params), [rr([failing(2, 5, "environmental")]), rr([failing(3, 5, "environmental")]),
-                                   rr([failing(1, 4, "logical")])])
+                                   rr([failing(1, 4, "logical", mode="plausible")])])
     assert all(d.grad_l > params.epsilon for d in decisions[1:])
     assert decisions[2].state == "success" and decisions[2].abandon_reason is None
 

@@ -30,9 +30,10 @@ from pydantic import BaseModel, ConfigDict
 from artoo.config.contracts import REFERENCE_CRITERION, Criterion, CriterionMode, CriterionVerdict
 from artoo.tasks.checks import tree
 from artoo.tasks.checks.run import Ran
+from artoo.tasks.shell.parse import ParseError, parse, strip_prefix
 
 __all__ = ["BROKEN_EXITS", "CheckOutcome", "broken_reason", "covered_by_reference", "from_predicate",
-           "from_reference", "printed_answer", "settles", "suspect_reference", "verdict_of"]
+           "from_reference", "misused_comparison", "printed_answer", "settles", "suspect_reference", "verdict_of"]
 
 BROKEN_EXITS = frozenset({2, 126, 127})
 """Exit codes that say the check could not test anything (syntax or usage error; not runnable; not found)."""
@@ -97,6 +98,27 @@ def broken_reason(ran: Ran) -> str | None:
         return f"the check could not run: exit {ran.exit_code} (a program that is missing or cannot be executed)"
     if ran.exit_code == 2 and MISSING_FILE not in ran.output:
         return "the check could not test anything: exit 2 (a syntax error or a bad argument)"
+    return None
+
+
+COMPARISONS = frozenset({"==", "!=", "-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+"""Operators that compare only inside ``test``/``[``/``[[``: given to a program that reads files, they are names."""
+FILE_ARGUMENTS = frozenset({"wc", "ls", "find", "cat", "head", "tail", "sort", "uniq", "du", "stat"})
+"""Programs whose arguments are files or options, never a pattern: a comparison word given to one is a file name."""
+
+
+def misused_comparison(command: str) -> str | None:
+    """Why a check tests nothing when it writes a comparison as a program's argument (``ls x | wc -l == 3``: ``wc``
+    reads files named ``==`` and ``3``), else None."""
+    try:
+        script = parse(command)
+    except ParseError:
+        return None
+    for simple in script.commands:
+        words = strip_prefix(simple.words)
+        if words and words[0] in FILE_ARGUMENTS and COMPARISONS & set(words[1:]):
+            return (f"`{' '.join(words[:4])}` gives {sorted(COMPARISONS & set(words[1:]))[0]!r} to {words[0]} as an "
+                    "argument: a comparison works only inside test or [ ], so the check tests nothing")
     return None
 
 

@@ -19,6 +19,7 @@ from artoo.tasks.checks.decide import (
     broken_reason,
     from_predicate,
     from_reference,
+    misused_comparison,
     suspect_reference,
 )
 from artoo.tasks.checks.run import Confined, Ran, run_confined, run_reference
@@ -93,6 +94,9 @@ async def _one(criterion: Criterion, workspace: Path, before: Snapshot, confined
         ran = await _reference(command, workspace, before, confined)
         return from_reference(criterion.criterion, ran, await _executor_changes(before.path, workspace), whole=True,
                               printed=printed)
+    misused = misused_comparison(command)
+    if misused is not None:
+        return CheckOutcome(criterion=criterion.criterion, command=command, status="broken", reason=misused)
     after = await run_confined(command, workspace, confined)
     if after.wrote:
         if before.path is None:

@@ -83,6 +83,12 @@ class _Reading:
     paused_ms: float = 0.0
 
 
+def _verified_gap(reading: _Reading) -> bool:
+    """Whether a verifiable criterion of the round (a step's or the task's) failed."""
+    verdicts = [*reading.task_verdicts, *(v for o in reading.outcomes for v in o.criteria_verdicts)]
+    return any(v.verdict == "fail" and v.mode == "verifiable" for v in verdicts)
+
+
 class GGSController:
     """Turns each round's OutcomeSummary/ReplanRequest into a PlanDirective or a FinalResult."""
 
@@ -175,7 +181,7 @@ class GGSController:
     def _decide(self, reading: _Reading, *, accepted: bool) -> tuple[str, str | None]:
         """The cascade, then the overrides: accept, Law-2 kill switch, replan budget."""
         p = self.params
-        state = macro_state(reading.D, reading.P, reading.omega, reading.grad, p)
+        state = macro_state(reading.D, reading.P, reading.omega, reading.grad, p, verified_gap=_verified_gap(reading))
         if state == "abandon":
             return state, "omega"
         if state == "success":

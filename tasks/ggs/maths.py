@@ -90,8 +90,12 @@ def loss(D: float, P: float, omega: float, params: GGSParams | None = None) -> f
 
 
 def macro_state(D: float, P: float, omega: float, grad_l: float,
-                params: GGSParams | None = None) -> str:
-    """The diagnostic cascade: Ω first, then D, then (|∇L|, P) pick one of six states."""
+                params: GGSParams | None = None, verified_gap: bool = False) -> str:
+    """The diagnostic cascade: Ω first, then D, then (|∇L|, P) pick one of six states.
+
+    ``verified_gap``: a verifiable criterion failed this round, so D ≤ δ is no success: the threshold forgives
+    noise in what is judged, never a criterion a check or the evidence showed unmet (a task accepted at D = 0.25
+    with its one verifiable task criterion failed had delivered a wrong file)."""
     p = _params(params)
     d = _finite("D", D)
     pi = _finite("P", P)
@@ -99,7 +103,7 @@ def macro_state(D: float, P: float, omega: float, grad_l: float,
     grad = _finite("grad_l", grad_l)
     if om >= p.theta:
         return "abandon"
-    if d <= p.delta:
+    if d <= p.delta and not verified_gap:
         return "success"
     plateau = abs(grad) < p.epsilon
     logical = pi > p.rho

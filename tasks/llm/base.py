@@ -137,6 +137,10 @@ class LLM(Protocol):
         """One tool-calling turn of the executor."""
         ...
 
+    async def command(self, role: str, messages: list[dict]) -> str | None:
+        """One free answer's shell command (its first fenced block), or None when it holds none."""
+        ...
+
     def send_early(self, role: str, schema: str, messages: list[dict], tools: list[dict] | None = None) -> bool:
         """Send a request the role will make, before its task starts; False when nothing was sent."""
         ...

@@ -222,7 +222,8 @@ def cap_plan(plan: PlanAnswer, limit: int = MAX_SUBTASKS) -> tuple[PlanAnswer, s
     return plan.model_copy(update={"subtasks": kept}), note
 
 
-def dispatch(plan: PlanAnswer, task_id: str, round_no: int) -> tuple[DispatchManifest, list[list[SubTask]]]:
+def dispatch(plan: PlanAnswer, task_id: str, round_no: int,
+             reference: str = "") -> tuple[DispatchManifest, list[list[SubTask]]]:
     """SubTasks with fresh UUIDs, grouped by sequence in order, and the round's manifest."""
     if not plan.subtasks:
         raise ValueError("cannot dispatch a plan with no subtasks")
@@ -232,7 +233,7 @@ def dispatch(plan: PlanAnswer, task_id: str, round_no: int) -> tuple[DispatchMan
     if round_no < 1:
         raise ValueError(f"round numbers start at 1, got {round_no}")
     ordered = sorted(normalise_sequences(plan).subtasks, key=lambda s: s.sequence)
-    whole = reference_criteria(plan) if len(ordered) == 1 else []  # one step is the whole request: checked by it
+    whole = reference_criteria(reference) if len(ordered) == 1 else []  # one step is the whole request: checked by it
     groups = []
     for _, members in groupby(ordered, key=lambda s: s.sequence):
         groups.append([SubTask(subtask_id=str(uuid.uuid4()), parent_task_id=task_id, intent=s.intent,
@@ -241,14 +242,15 @@ def dispatch(plan: PlanAnswer, task_id: str, round_no: int) -> tuple[DispatchMan
                        for s in members])
     manifest = DispatchManifest(task_id=task_id, round=round_no,
                                 subtask_ids=[s.subtask_id for g in groups for s in g],
-                                task_criteria=[c.model_copy() for c in plan.task_criteria] + reference_criteria(plan),
-                                reference=plan.reference.strip())
+                                task_criteria=[*(c.model_copy() for c in plan.task_criteria),
+                                               *reference_criteria(reference)],
+                                reference=reference.strip())
     return manifest, groups
 
 
-def reference_criteria(plan: PlanAnswer) -> list[Criterion]:
-    """The task criterion the plan's reference run decides (none when the plan wrote no reference)."""
-    command = plan.reference.strip()
+def reference_criteria(reference: str) -> list[Criterion]:
+    """The task criterion the plan's reference run decides (none when there is no reference)."""
+    command = reference.strip()
     return [Criterion(criterion=REFERENCE_CRITERION, mode="verifiable", check=command)] if command else []
 
 

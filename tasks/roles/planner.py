@@ -30,8 +30,7 @@ TOOLS = """Tools the executor has, in priority order (it picks the highest appli
 
 EXAMPLE = """Example, for another task ("put the name of the largest .log file here into big.txt"): one command
 does it, so the plan is one subtask:
-{"reference": "ls -S *.log | head -n 1 > big.txt",
- "task_criteria": [{"criterion": "big.txt holds the name of the largest .log file", "mode": "verifiable",
+{"task_criteria": [{"criterion": "big.txt holds the name of the largest .log file", "mode": "verifiable",
                     "check": "test -s big.txt"}],
  "subtasks": [{"sequence": 1,
    "intent": "Find the largest .log file in the working folder and write its name to big.txt",
@@ -60,9 +59,6 @@ ROLE = f"""Role R2, Planner. Turn the task into a plan for executor agents.
 {TOOLS}
 
 Rules:
-- reference: first, ONE bash command that does the whole request in the working folder, as you would type it.
-  Code runs it on a throwaway copy of the folder and compares what it changes with what the executors change;
-  the executors never see it. Empty only when no command can do the request.
 - task_criteria: assertions about the COMBINED output of all subtasks, checkable from that output.
 {KEEP_WORDS}
 - Each subtask: an intent, a context with everything the executor needs beyond the intent
@@ -84,6 +80,26 @@ Rules:
   says to write it and a success criterion names it.
 
 {EXAMPLE}"""
+
+REFERENCE_HEAD = "Role R2, writing the reference run"
+"""How the reference request's role text begins (the scripted server routes it by this)."""
+REFERENCE_ROLE = f"""{REFERENCE_HEAD}: the ONE bash command that does the user's whole request in the working
+folder, as you would type it. Code runs it on a throwaway copy of the folder and compares what it changes with
+what the executors change. Answer with the command in one ```bash block and nothing else."""
+"""R2's reference request: the request alone, a free answer, no schema.  Why apart from the plan: written inside
+the plan's JSON under a grammar, the 1.5B model copied the worked example's command shape (``ls -S … | grep``) and
+got the request wrong; asked for one command as a free answer, a small model gets it right far more often."""
+
+
+def reference_messages(spec: TaskSpec) -> list[dict]:
+    """The reference request: the run's shared text already holds the user's words, the intent restates them."""
+    return [system(REFERENCE_ROLE), user(f"The request, restated: {spec.intent}")]
+
+
+async def reference(llm, spec: TaskSpec) -> str | None:
+    """The plan's reference run: one command for the whole request, or None when the answer held none."""
+    return await llm.command("R2", reference_messages(spec))
+
 
 DIRECTIVE_MEANING = {
     "refine": "the approach is sound and improving: keep it, tighten parameters, avoid the blocked targets.",

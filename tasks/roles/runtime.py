@@ -127,6 +127,8 @@ class RunRecord:
     """The folder as it was before the task: what the plan's reference run starts from."""
     snapshots: dict[str, Snapshot] = field(default_factory=dict)
     """Per subtask id, the folder as it was before its sequence group: what its criteria's checks start from."""
+    reference: str | None = None
+    """The task's reference run, once R2 was asked for it ("" when there is none); None until then."""
     check_defects: list[str] = field(default_factory=list)
     """Checks of this round's plan that could not run (a plan defect): told to the planner on the next round."""
 

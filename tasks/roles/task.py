@@ -74,6 +74,24 @@ async def plan_task(runtime_id: str, spec: TaskSpec, calibration_block: str, dir
     return answer
 
 
+@task(name="R2 · reference", **ROLE_TASK)
+async def reference_task(runtime_id: str, spec: TaskSpec) -> str:
+    """R2's reference run for the task: one command for the whole request ("" when none came, or the call
+    failed: a reference is an aid, its absence leaves the plan's own checks and the judge)."""
+    deps = asking(runtime_id).deps
+    logger = get_run_logger()
+    try:
+        command = await planner.reference(deps.llm, spec)
+    except ArtooError as exc:
+        logger.warning("no reference run for this task (its criteria are decided without one): %s", exc)
+        return ""
+    if command:
+        logger.info("reference run: %s", command)
+    else:
+        logger.warning("R2's answer held no command: no reference run for this task")
+    return command or ""
+
+
 @task(name="execute", task_run_name="execute · attempt {attempt}", **ROLE_TASK)
 async def execute_task(runtime_id: str, subtask: SubTask, toolbox: Any, correction: CorrectionSignal | None,
                        attempt: int, settled: Callable[[], Awaitable[bool]] | None = None) -> ExecutionResult:

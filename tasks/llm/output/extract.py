@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import uuid
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -25,7 +26,7 @@ from artoo.tasks.llm.base import Repair, ToolCallRequest, ToolTurn
 
 __all__ = [
     "MAX_OBJECTS", "MAX_SCAN_CHARS", "SHELL_TAGS", "Candidate", "bash_block", "bash_turn", "brace_pairs",
-    "broken_object", "candidates", "content_tool_calls",
+    "broken_object", "candidates", "content_tool_calls", "lone_command",
     "first_message", "no_object_reason", "object_spans", "parse_arguments", "tool_call_turn", "tool_names",
     "wire_calls", "written_call_turn",
 ]
@@ -266,6 +267,22 @@ def bash_block(content: str | None) -> str | None:
         if found.group("lang").casefold() in SHELL_TAGS and body:
             return body
     return None
+
+
+_BUILTINS = frozenset({"cd", "echo", "printf", "test", "[", "for", "if", "while", "export", "set", "read", "true",
+                       "false", ":", "."})
+"""Words a command line may start with that are the shell's own, not a program on PATH."""
+
+
+def lone_command(content: str | None) -> str | None:
+    """An answer that is one line beginning with a program this machine has or a shell builtin
+    (``grep -l x *.log > out.txt``), as a command; else None (a sentence about a command is not one)."""
+    lines = [line.strip() for line in (content or "").strip().strip("`").splitlines() if line.strip()]
+    if len(lines) != 1 or _ENDING.match(lines[0]):
+        return None
+    line = _PROMPT.sub("", lines[0]).strip()
+    first = line.split(maxsplit=1)[0] if line else ""
+    return line if first in _BUILTINS or shutil.which(first) else None
 
 
 def bash_turn(content: str | None) -> ToolTurn | None:

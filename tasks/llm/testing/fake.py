@@ -78,6 +78,10 @@ class ScriptedLLM:
         """The tool mode a test chose (``mode``, native by default)."""
         return self.mode
 
+    async def command(self, role: str, messages: list[dict]) -> str | None:
+        """The next queued command (schema name ``Command``): a string, or None for an answer holding none."""
+        return self._next(self.answers["Command"], role, "Command", messages)
+
     async def tool_turn(self, role: str, messages: list[dict], tools: list[dict]) -> ToolTurn:
         """The next queued turn: a ToolTurn, an ExecutionAnswer/dict (final), or a list of tool calls."""
         item = self._next(self.tool_turns, role, TOOLS_SCHEMA, messages, tools)

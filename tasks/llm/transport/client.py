@@ -50,9 +50,11 @@ from artoo.tasks.llm.base import (
     tier_of,
 )
 from artoo.tasks.llm.output.extract import (
+    bash_block,
     bash_turn,
     content_tool_calls,
     first_message,
+    lone_command,
     tool_call_turn,
     tool_names,
     written_call_turn,
@@ -123,6 +125,19 @@ class OpenAICompatLLM(RequestBuilder):
                         raise output_error(role, schema, ep, message, exc) from None
                     conversation = repair_messages(messages, schema, message.content, str(exc))
         raise AssertionError("unreachable")
+
+    async def command(self, role: str, messages: list[dict]) -> str | None:
+        """One free answer holding a shell command: the first fenced block of a shell tag (a lone command line
+        when there is no block), or None.  No schema and no grammar: a small model writes a command right far
+        more often in a free answer than inside a JSON string a grammar holds it to."""
+        ep = self.endpoint(tier_of(role))
+        response, record = await self._request(role, "Command", ep, judged_later=True, messages=messages)
+        message = first_message(response)
+        with self._judging(record):
+            found = bash_block(message.content) or lone_command(message.content)
+            if found is None:
+                record.ok, record.error = False, "invalid answer: no command in it"
+            return found
 
     async def tool_turn(self, role: str, messages: list[dict], tools: list[dict]) -> ToolTurn:
         """One executor turn: the tool calls asked for, or the final ExecutionResult."""
