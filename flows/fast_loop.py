@@ -56,13 +56,14 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
     toolbox = ToolBox(deps.settings, deps.workspace, deps.gate, blocks, recorder=recorder, created=run.record.created)
     trajectory: list[GapPoint] = []
     correction = None
+    tried: set[tuple[str, str]] = set()  # what an attempt that fell short ran: not run again in this step
     max_attempts = deps.settings.ggs.max_retries + 1
     for attempt in range(1, max_attempts + 1):
         denied_before = len(toolbox.law1_denials)
         SCOPE.set({**SCOPE.get(), "attempt": attempt})
         try:
             result = await execute_task(runtime_id, subtask, toolbox, correction, attempt,
-                                        settled=_settled(runtime_id, subtask))
+                                        settled=_settled(runtime_id, subtask), tried=frozenset(tried))
         except RunFailure as exc:
             return _finish(deps, subtask, None, trajectory, attempt, str(exc), exc.failure_class, logger)
         run.record.printed.extend(result.tool_calls)
@@ -114,6 +115,7 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
             logger.warning("failed after %d attempts: %s", attempt, outcome.failure_reason)
             return deps.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
         correction = r4a.correction(subtask, attempt, verdicts, answer, result)
+        tried.update((c.tool, c.input) for c in result.calls if c.tool == "shell" and not c.denied)
         logger.info("correction → attempt %d: %s", attempt + 1, correction.what_to_do or correction.what_was_wrong)
         deps.bus.publish(correction, "R4a", "R3", subtask.subtask_id)
     raise AssertionError("unreachable: the attempt loop always returns")

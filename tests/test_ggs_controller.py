@@ -298,11 +298,12 @@ def test_change_approach_blocks_the_logically_failing_tools():
 
 def test_change_approach_spares_a_tool_that_matched_in_an_earlier_round():
     """t17 of #25: ``shell`` counted the lines in a matched round-1 step; the round-2 step ran the same
-    command and never wrote the file.  Blocking ``shell`` left round 3 nothing to count with."""
+    command and never wrote the file.  Blocking ``shell`` left round 3 nothing to count with: the shell stays,
+    only the method that failed now (``grep -r``) goes."""
     counted = out("matched", [v("c", "pass")], tools=["shell: wc -l *.txt → 9 total"])
     decisions = run(ctrl(), [rr([failing(1, 2, "environmental", [A_CSV])], ok=[counted]), rr(THREE_WAY)])
     assert decisions[-1].state == "change_approach"
-    assert decisions[-1].directive.blocked_tools == ["glob"]
+    assert decisions[-1].directive.blocked_tools == ["glob", "shell:grep -r"]
 
 
 def test_failed_criterion_is_the_most_persistent():

@@ -116,6 +116,28 @@ def test_a_call_asked_twice_in_a_row_is_not_run_and_a_third_time_ends_the_attemp
     assert said["tool_call_id"] == "c2" and said["content"].startswith("tool shell status: not run")
 
 
+def test_a_command_an_earlier_attempt_ran_is_refused_and_a_changed_one_runs():
+    """A small model re-sent its failed ``grep -r ERROR logs/`` every attempt, whatever the correction said."""
+    turns = [shell("grep -r ERROR logs/ > out.txt"), shell("grep -l ERROR logs/*.log > out.txt", "c2"),
+             {"status": "completed", "output": "done"}]
+    llm = ScriptedLLM(tool_turns=turns)
+    toolbox = Toolbox({"shell": "[exit code 0]"})
+    tried = frozenset({("shell", "grep -r ERROR logs/ > out.txt")})
+    result = asyncio.run(execute(llm, SUBTASK, toolbox, None, 10, None, tried))
+    assert toolbox.calls == [("shell", {"command": "grep -l ERROR logs/*.log > out.txt"})]
+    said = llm.calls[1]["messages"][-1]["content"]
+    assert said.startswith("tool shell status: not run") and "earlier attempt" in said
+    assert result.status == "completed"
+
+
+def test_a_refused_earlier_command_asked_again_ends_the_attempt():
+    turns = [shell("grep -r ERROR logs/"), shell("grep -r ERROR logs/", "c2"), {"status": "completed", "output": "x"}]
+    llm = ScriptedLLM(tool_turns=turns)
+    toolbox = Toolbox({"shell": "[exit code 0]"})
+    result = asyncio.run(execute(llm, SUBTASK, toolbox, None, 10, None, frozenset({("shell", "grep -r ERROR logs/")})))
+    assert toolbox.calls == [] and result.status == "uncertain" and "earlier attempt" in result.stopped
+
+
 def test_after_the_repeat_reminder_the_model_can_go_on():
     """t18 of #25: ``glob *.txt`` asked again right after it answered, on each attempt of round 1."""
     glob = [{"id": "g1", "name": "glob", "arguments": {"pattern": "*.txt"}}]

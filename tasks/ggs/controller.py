@@ -216,10 +216,9 @@ class GGSController:
         if state not in LOGICAL_STATES:
             return []
         tools = blamed_tools(outcomes, logical_only=state == "change_approach", worked_before=self._worked)
-        if "shell" not in tools:
-            return tools
         failing = [o for o in outcomes if o.status == "failed"]  # the shell stays: its failed methods go
-        return [t for t in tools if t != "shell"] + blamed_methods(failing)
+        worked = set(blamed_methods([o for o in outcomes if o.status == "matched"]))
+        return [t for t in tools if t != "shell"] + [m for m in blamed_methods(failing) if m not in worked]
 
     def _most_persistent(self, failing: list[tuple[str, int]]) -> str:
         if not failing:

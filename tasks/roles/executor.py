@@ -20,6 +20,7 @@ import re
 from collections.abc import Awaitable, Callable
 
 from artoo.config.contracts import REFERENCE_CRITERION, CorrectionSignal, ExecutionResult, SubTask, ToolCall
+from artoo.tasks.law1.judge import judge_command
 from artoo.tasks.roles.prompting import (
     cap,
     fence_untrusted,
@@ -101,11 +102,12 @@ def _correction_block(correction: CorrectionSignal) -> str:
 
 
 def shown_criteria(subtask: SubTask) -> str:
-    """The criteria as the executor sees them: each with the check code will run, as tests are shown before the
-    code; the plan's reference run is left out (an executor that copied it would no longer be checked by an
-    independent run)."""
+    """The criteria as the executor sees them: each with the read-only test code will run, as tests are shown
+    before the code.  The plan's reference run, and any check that writes (code runs it as a reference of its
+    own), are left out: an executor shown one ran it word for word, and then agreed with it."""
     own = [c for c in subtask.success_criteria if c.criterion != REFERENCE_CRITERION]
-    return numbered(own, {c.criterion: f"code checks it with: {c.check.strip()}" for c in own if c.check.strip()})
+    return numbered(own, {c.criterion: f"code checks it with: {c.check.strip()}" for c in own
+                          if c.check.strip() and not judge_command(c.check).irreversible})
 
 
 def messages_for(subtask: SubTask, correction: CorrectionSignal | None, workspace: str = "",
@@ -268,10 +270,23 @@ SETTLED = "every check of this step passes after: {call}"
 """The answer of an attempt code ended because its checks all passed (no turn is spent asking the model)."""
 
 
+TRIED = ("this exact call was made in an earlier attempt of this step, and that attempt did not meet the criteria; "
+         "it was not run again. Change it: another program, other options, or another way.")
+"""Why a call an earlier attempt made is not run again (a small model re-sent its failed command every attempt,
+whatever the correction said)."""
+
+
+def _primary(arguments: dict) -> str:
+    """A call's main argument (the command, the path, the pattern), for telling one call from another."""
+    return next((str(v) for v in arguments.values() if isinstance(v, str)), json.dumps(arguments, sort_keys=True))
+
+
 async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal | None,
-                  max_tool_calls: int = 10, settled: Callable[[], Awaitable[bool]] | None = None) -> ExecutionResult:
+                  max_tool_calls: int = 10, settled: Callable[[], Awaitable[bool]] | None = None,
+                  tried: frozenset[tuple[str, str]] = frozenset()) -> ExecutionResult:
     """One attempt at a subtask; LLM EnvironmentalFailure propagates to the fast loop.  ``settled``: when checks
-    alone decide the step, a probe that is true once they all pass; the attempt then ends after that call."""
+    alone decide the step, a probe that is true once they all pass; the attempt then ends after that call.
+    ``tried``: (tool, command) of the shell calls earlier attempts of the step made: not run again."""
     if max_tool_calls < 1:
         raise ValueError(f"max_tool_calls must be at least 1, got {max_tool_calls}")
     messages = messages_for(subtask, correction, str(getattr(toolbox, "workspace", "") or ""), acts_by(llm))
@@ -280,6 +295,7 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
     previous: str | None = None
     previous_turn: list[str] = []
     reminded = False
+    tried_last: str | None = None
     listing: tuple[str, list[str]] = ("", [])
     held_out: str | None = None
     while True:
@@ -315,6 +331,13 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
                 continue
             if call.name == "write_file" and blind_after:
                 messages.append(_not_run(call.id, call.name, _blind_write(blind_after, call.arguments.get("path"))))
+                continue
+            if call.name == "shell" and (call.name, _primary(call.arguments)) in tried:
+                if signature == tried_last:
+                    return _stopped(subtask, f"a call an earlier attempt made was asked again after it was refused: "
+                                    f"{call.name} {_primary(call.arguments)[:200]}", evidence, note, calls)
+                tried_last = signature
+                messages.append(_not_run(call.id, call.name, TRIED))
                 continue
             if len(evidence) >= max_tool_calls:
                 return _stopped(subtask, f"the tool-call limit of {max_tool_calls} was reached",

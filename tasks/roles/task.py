@@ -94,14 +94,15 @@ async def reference_task(runtime_id: str, spec: TaskSpec) -> str:
 
 @task(name="execute", task_run_name="execute · attempt {attempt}", **ROLE_TASK)
 async def execute_task(runtime_id: str, subtask: SubTask, toolbox: Any, correction: CorrectionSignal | None,
-                       attempt: int, settled: Callable[[], Awaitable[bool]] | None = None) -> ExecutionResult:
+                       attempt: int, settled: Callable[[], Awaitable[bool]] | None = None,
+                       tried: frozenset[tuple[str, str]] = frozenset()) -> ExecutionResult:
     """R3: one execution attempt; the result goes to R4a."""
     run = asking(runtime_id)
     deps = run.deps
     started = time.perf_counter()
     denied_before = len(toolbox.law1_denials)
     result = await executor.execute(deps.llm, subtask, toolbox, correction, deps.settings.tools.max_tool_calls,
-                                    settled)
+                                    settled, tried)
     checked = any(c.check.strip() for c in subtask.success_criteria)  # then R4a's prompt waits on the checks
     if len(toolbox.law1_denials) == denied_before and not checked:  # R4a judges it next (a denial ends the loop)
         deps.llm.send_early("R4a", "AgentVerdict",
