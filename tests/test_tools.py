@@ -244,12 +244,26 @@ def test_locate_tool_walks_home_without_an_index(tmp_path: Path, ws: Path, home:
 
 # ------------------------------------------------------------------ blocks, arguments, evidence
 def test_blocked_tool_is_refused_and_hidden_from_specs(tmp_path: Path, ws: Path) -> None:
-    box = make_box(tmp_path, ws, blocks=Blocks(tools=frozenset({"shell"})))
+    box = make_box(tmp_path, ws, blocks=Blocks(tools=frozenset({"shell"})),
+                   confinement=Confinement(search_url="http://127.0.0.1:9/html/"))
     names = [s["function"]["name"] for s in box.specs()]
     assert names == ["locate", "glob", "read_file", "write_file", "search"]
     result = run(box.call("shell", {"command": "echo hi"}))
     assert not result.ok and result.failure_class == "logical"
     assert result.output == "tool shell is blocked by the GGS for this round"
+
+
+def test_search_is_not_offered_where_its_service_cannot_be_reached(tmp_path: Path, ws: Path) -> None:
+    box = make_box(tmp_path, ws, confinement=Confinement(search_url="https://no-such-host.invalid/html/"))
+    assert "search" not in [s["function"]["name"] for s in box.specs()]
+    assert "shell" in [s["function"]["name"] for s in box.specs()]
+
+
+def test_a_blocked_method_is_refused_and_the_shell_stays(tmp_path: Path, ws: Path) -> None:
+    box = make_box(tmp_path, ws, blocks=Blocks(tools=frozenset({"shell:grep -E"})))
+    refused = run(box.call("shell", {"command": "grep -E 'x' notes.txt"}))
+    assert not refused.ok and refused.failure_class == "logical" and "`grep -E` is blocked" in refused.output
+    assert "shell" in [s["function"]["name"] for s in box.specs()]
 
 
 def test_blocked_target_is_refused_naming_it(tmp_path: Path, ws: Path) -> None:

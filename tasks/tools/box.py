@@ -35,6 +35,7 @@ from artoo.tasks.tools.runner import ShellRunner
 from artoo.tasks.tools.specs import PRIMARY, specs_for
 from artoo.tasks.tools.text import evidence_of, head_tail
 from artoo.tasks.tools.web import DDG_URL, web_search
+from artoo.tasks.tools.web import reachable as web_reachable
 
 
 class ToolBox:
@@ -81,8 +82,10 @@ class ToolBox:
         return self.law1.created
 
     def specs(self) -> list[dict]:
-        """Function-tool specs of the tools not blocked this round."""
-        return specs_for(self.blocked_tools)
+        """Function-tool specs of the tools not blocked this round, and not ``search`` when the search service
+        cannot be reached from here."""
+        unserved = set() if web_reachable(self.search_url) else {"search"}
+        return specs_for(self.blocked_tools | unserved)
 
     def files_now(self, names: list[str]) -> list[str]:
         """Whether each named file exists in the workspace now, one line each (artoo.tasks.tools.found)."""

@@ -8,6 +8,9 @@ valid answer ("no results"), not a failure.
 
 from __future__ import annotations
 
+import functools
+import socket
+import threading
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlparse
@@ -109,3 +112,23 @@ async def web_search(query: str, url: str = DDG_URL, timeout_s: float = SEARCH_T
     if not hits and ("anomaly" in response.text or "captcha" in response.text.lower()):
         raise ToolError("web search unavailable: DuckDuckGo asked for a bot check", "environmental")
     return render_hits(hits[:max_hits]) if hits else "no results"
+
+
+@functools.cache
+def reachable(url: str = DDG_URL, timeout_s: float = 1.5) -> bool:
+    """Whether the search service's host resolves from here (asked once per process): a machine with no network
+    is not offered a tool it cannot serve (a small model spent three attempts reading "Name or service not
+    known")."""
+    host = urlparse(url).hostname or ""
+    done: list[bool] = []
+
+    def resolve() -> None:
+        try:
+            socket.getaddrinfo(host, 443)
+            done.append(True)
+        except OSError:
+            done.append(False)
+    worker = threading.Thread(target=resolve, daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    return bool(done and done[0])
