@@ -12,8 +12,9 @@ from artoo.tasks.blame.methods import blamed_methods, complained, method_of, met
 @pytest.mark.parametrize("command, expected", [
     ("grep -E 'a,30$' data.csv > out.csv", ["grep -E"]),
     ("mkdir archive && mv *.bak archive/", ["mkdir", "mv"]),
-    ("LC_ALL=C sort -rn scores.txt | head -n 3", ["sort -n -r", "head -n"]),
-    ("grep -rl TODO --include=*.py .", ["grep --include -l -r"]),
+    ("LC_ALL=C sort -rn scores.txt | head -n 3", ["sort -rn", "head -n"]),
+    ("grep -rl TODO --include=*.py .", ["grep --include -rl"]),
+    ("find logs/ -type f -name '*.log' -exec grep -c ERROR {} +", ["find -c -exec -name -type"]),
     ("cat x | wc -l", ["cat", "wc -l"]),
     ("if [ -f x ]; then echo y; fi", ["test", "echo"]),  # the grammar reads [ … ] as test
     ("echo 'unclosed", []),  # the grammar cannot read it: no method to blame

@@ -22,10 +22,9 @@ METHOD = "shell:"
 
 
 def method_of(words: list[str]) -> str | None:
-    """``grep -E`` for ``grep -E 'x' data.csv``: the program's name and its options, sorted; None for no program.
-
-    A combined short option (``-rl``) counts as the options it holds, so ``grep -rl`` and ``grep -l -r`` are one
-    method."""
+    """``grep -E`` for ``grep -E 'x' data.csv``: the program's name and its options as written, sorted; None for no
+    program.  Options are not split into letters: ``-rl`` may be two short options, but ``-name`` is one of
+    find's, and only the program knows which."""
     words = strip_prefix(words)
     if not words:
         return None
@@ -33,10 +32,8 @@ def method_of(words: list[str]) -> str | None:
     for word in words[1:]:
         if word == "--":
             break
-        if word.startswith("--"):
+        if word.startswith("-") and len(word) > 1 and not word[1].isdigit():
             options.add(word.split("=", 1)[0])
-        elif word.startswith("-") and len(word) > 1 and not word[1].isdigit():
-            options.update(f"-{letter}" for letter in word[1:] if letter.isalpha())
     return " ".join([os.path.basename(words[0]), *sorted(options)])
 
 
