@@ -113,3 +113,34 @@ def test_the_scripted_server_routes_the_reference_request_as_the_planner_writes_
     from artoo.tasks.roles.planner import REFERENCE_HEAD
 
     assert COMMAND_HEAD == REFERENCE_HEAD
+
+
+def test_the_reference_request_is_a_free_answer_and_one_without_a_command_gives_none(tmp_path, monkeypatch):
+    """Through the real client: no schema, no tools; an answer of prose gives no reference (the run goes on)."""
+    from artoo.config.contracts import TaskSpec
+    from artoo.config.settings import load_settings
+    from artoo.tasks.llm import OpenAICompatLLM
+    from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
+    from artoo.tasks.roles import planner
+
+    server = ScriptedLLMServer({"answers": {"Command": [{"raw": "```bash\ngrep -l ERROR logs/*.log > e.txt\n```"},
+                                                        {"raw": "You could use grep for that."}]}}).start()
+    try:
+        for key, value in {"OPENAI_BASE_URL": server.base_url, "OPENAI_MODEL": "scripted", "OPENAI_API_KEY": "k",
+                           "ARTOO_HOME": str(tmp_path / "home")}.items():
+            monkeypatch.setenv(key, value)
+        llm = OpenAICompatLLM(load_settings())
+        spec = TaskSpec(task_id="t", intent="list the logs with ERROR into e.txt")
+
+        async def ask_twice():
+            try:
+                return await planner.reference(llm, spec), await planner.reference(llm, spec)
+            finally:
+                await llm.aclose()
+        first, second = asyncio.run(ask_twice())
+    finally:
+        server.stop()
+    assert (first, second) == ("grep -l ERROR logs/*.log > e.txt", None)
+    body = server.requests[0]["body"]
+    assert "response_format" not in body and "tools" not in body
+    assert [r.ok for r in llm.records] == [True, False]
