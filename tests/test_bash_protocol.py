@@ -144,3 +144,10 @@ def test_the_reference_request_is_a_free_answer_and_one_without_a_command_gives_
     body = server.requests[0]["body"]
     assert "response_format" not in body and "tools" not in body
     assert [r.ok for r in llm.records] == [True, False]
+
+
+def test_a_command_split_over_several_blocks_is_run_whole():
+    """The 1.5B model wrote ``mkdir backup`` in one block and the copy in the next; the first alone was half."""
+    turn = bash_turn("First:\n```bash\nmkdir backup\n```\nThen:\n```bash\ncp *.csv backup/\n```")
+    (call,) = turn.tool_calls
+    assert call.arguments == {"command": "mkdir backup\ncp *.csv backup/"}

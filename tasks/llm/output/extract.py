@@ -257,16 +257,18 @@ _CODE_BLOCK = re.compile(r"```[ \t]*(?P<lang>[A-Za-z0-9_+-]*)[^\n]*\n(?P<body>.*
 SHELL_TAGS = frozenset({"", "bash", "sh", "shell", "console", "zsh", "terminal"})
 """Code-block tags whose body is run as a shell command (a block tagged python or json is not a command)."""
 _PROMPT = re.compile(r"^\s*\$ ", re.M)
+_BLOCK_FENCES = re.compile(r"^[ \t]*```[A-Za-z0-9_+-]*[ \t]*$", re.M)
 _ENDING = re.compile(r"^[ \t`*]*(?P<word>DONE|FAILED)\b[ \t]*[:.\-–—]?[ \t]*(?P<rest>.*)$", re.M | re.I | re.S)
 
 
 def bash_block(content: str | None) -> str | None:
-    """The first fenced block of a shell tag (or none) with a command in it, ``$ `` prompts taken off; else None."""
-    for found in _CODE_BLOCK.finditer(content or ""):
-        body = _PROMPT.sub("", found.group("body")).strip()
-        if found.group("lang").casefold() in SHELL_TAGS and body:
-            return body
-    return None
+    """The fenced blocks of a shell tag (or none) with a command in them, ``$ `` prompts taken off, one after the
+    other; else None.  A small model splits one command line over several blocks (``mkdir backup`` in one,
+    ``cp *.csv backup/`` in the next): taking the first alone ran half of what it meant."""
+    bodies = [_PROMPT.sub("", found.group("body")).strip() for found in _CODE_BLOCK.finditer(content or "")
+              if found.group("lang").casefold() in SHELL_TAGS]
+    bodies = [body for body in bodies if body and not _ENDING.match(body)]
+    return "\n".join(bodies) or None
 
 
 _BUILTINS = frozenset({"cd", "echo", "printf", "test", "[", "for", "if", "while", "export", "set", "read", "true",
@@ -289,9 +291,9 @@ def bash_turn(content: str | None) -> ToolTurn | None:
     """One bash-block protocol answer: its first shell block as a shell call, else a ``DONE:``/``FAILED:`` line as
     the final answer (the rest of the answer after the word is its output); None when it holds neither."""
     command = bash_block(content)
-    if command is not None and _ENDING.match(command) is None:  # a DONE line put in a block is still the end
+    if command is not None:
         return written_call_turn([{"name": "shell", "arguments": {"command": command}}])
-    ending = _ENDING.search(command if command is not None else content or "")
+    ending = _ENDING.search(_BLOCK_FENCES.sub("", content or ""))  # a DONE line put in a block is still the end
     if ending is None:
         return None
     status = "completed" if ending.group("word").upper() == "DONE" else "failed"
