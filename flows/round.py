@@ -51,7 +51,7 @@ from artoo.tasks.roles.task import (
     reference_task,
 )
 from artoo.tasks.tools.found import absent_names, named_files_now
-from artoo.tasks.tools.specs import specs_for
+from artoo.tasks.tools.specs import served
 
 
 def round_run_name(round_no: int, directive: PlanDirective | None) -> str:
@@ -279,7 +279,7 @@ async def _run_groups(runtime_id: str, deps: RunDeps, round_no: int, groups: lis
             st = st.model_copy(update={"context": plan_rules.group_context(st.context, outcomes)}) if outcomes else st
             deps.llm.send_early("R3", TOOLS_SCHEMA, executor.messages_for(st, None, str(deps.workspace),
                                                                        executor.acts_by(deps.llm)),
-                              specs_for(set(blocked_tools)))
+                              served(set(blocked_tools)))
             named = run_named(subtask_flow, subtask_run_name(round_no, index, st.intent))
             runs.append(named(runtime_id, st, blocked_tools, blocked_targets, list(blocked_pairs)))
         outcomes.extend(await asyncio.gather(*runs))

@@ -27,16 +27,17 @@ def offered_tools(body: dict) -> set[str]:
 
 
 def logical_round_with_shell(crit: str) -> dict:
-    """Round-1 pieces: the executor uses shell and fails logically → break_symmetry blocks shell."""
+    """Round-1 pieces: the executor uses locate and fails logically → break_symmetry blocks locate (the shell
+    would keep: a failed shell step blocks its method, tests/test_methods.py)."""
     return {"plan": plan([subtask("list the reports", [crit])], ["the reports are listed"]),
-            "tools": [call("shell", command="ls reports"), done("wrong listing", status="failed")],
+            "tools": [call("locate", query="reports"), done("wrong listing", status="failed")],
             "verdict": agent(verdict(crit, False, "logical", "listed the wrong folder"))}
 
 
 def test_blocked_tool_is_not_offered_and_a_violating_plan_is_re_asked_once(scripted, artoo_env: Path):
     crit = "the reports are listed"
     first = logical_round_with_shell(crit)
-    violating = plan([subtask("list the reports again", [crit], tools=["shell"])], ["the reports are listed"])
+    violating = plan([subtask("list the reports again", [crit], tools=["locate"])], ["the reports are listed"])
     compliant = plan([subtask("find the reports with glob", [crit])], ["the reports are listed"])
     server = scripted(scenario(
         TaskSpec=[spec("list_reports", "list the reports")],
@@ -50,10 +51,10 @@ def test_blocked_tool_is_not_offered_and_a_violating_plan_is_re_asked_once(scrip
     assert (code, final["directive"], final["prev_directive"]) == (0, "accept", "break_symmetry")
     plans = bodies(server, "Plan")
     assert len(plans) == 3
-    assert "shell" in json.dumps(plans[2]["messages"])  # the re-ask names the violation
+    assert "locate" in json.dumps(plans[2]["messages"])  # the re-ask names the violation
     tool_turns = bodies(server, "tools")
-    assert "shell" in offered_tools(tool_turns[0])
-    assert "shell" not in offered_tools(tool_turns[-1]) and "glob" in offered_tools(tool_turns[-1])
+    assert "locate" in offered_tools(tool_turns[0])
+    assert "locate" not in offered_tools(tool_turns[-1]) and "glob" in offered_tools(tool_turns[-1])
 
 
 def test_a_plan_declaring_a_blocked_tool_twice_runs_without_it(scripted, artoo_env: Path, monkeypatch):
@@ -63,7 +64,7 @@ def test_a_plan_declaring_a_blocked_tool_twice_runs_without_it(scripted, artoo_e
     monkeypatch.setenv("ARTOO_GGS__MAX_REPLANS", "1")
     crit = "the reports are listed"
     first = logical_round_with_shell(crit)
-    violating = plan([subtask("list the reports again", [crit], tools=["shell"])], ["the reports are listed"])
+    violating = plan([subtask("list the reports again", [crit], tools=["locate"])], ["the reports are listed"])
     server = scripted(scenario(
         TaskSpec=[spec("list_reports", "list the reports")],
         Plan=[first["plan"], violating, violating],
@@ -75,7 +76,7 @@ def test_a_plan_declaring_a_blocked_tool_twice_runs_without_it(scripted, artoo_e
     assert (code, final["directive"], final["replans"]) == (1, "abandon", 1)
     assert len(bodies(server, "Plan")) == 3
     tool_turns = bodies(server, "tools")
-    assert len(tool_turns) == 3 and "shell" not in offered_tools(tool_turns[-1])  # round 2 ran, without shell
+    assert len(tool_turns) == 3 and "locate" not in offered_tools(tool_turns[-1])  # round 2 ran, without locate
     records = [json.loads(line) for path in (artoo_env / "home" / "decisions").rglob("*.jsonl")
                for line in path.read_text().splitlines()]
     assert [r["round"] for r in records if r.get("kind") == "plan_repair"] == [2]

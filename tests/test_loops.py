@@ -19,6 +19,7 @@ from tests.scenario_kit import (
     agent,
     call,
     change_path_scenario,
+    crit,
     deletion_scenario,
     done,
     plan,
@@ -151,14 +152,15 @@ def test_task_level_rejection_replans_instead_of_success(scripted, artoo_env: Pa
 
 
 def test_one_of_four_criteria_failing_is_success(scripted, artoo_env: Path):
-    """3 subtask criteria pass, 1 task criterion fails: D = 1/4 = 0.25 ≤ δ = 0.3 → success."""
+    """3 subtask criteria pass, 1 judged (plausible) task criterion fails: D = 1/4 = 0.25 ≤ δ = 0.3 → success.
+    (A failed verifiable criterion is never forgiven within δ: tests/test_ggs.py.)"""
     c = ["has a title", "has a date", "has a body"]
     scripted(scenario(
         TaskSpec=[spec("write_note", "write a note")],
-        Plan=[plan([subtask("write note.md", c)], ["the note is under 100 words"])],
+        Plan=[plan([subtask("write note.md", c)], [crit("the note reads well", "plausible")])],
         tools=[call("write_file", path="note.md", content="# t\n2026-11-22\nbody\n"), done("written")],
         AgentVerdict=[agent(*(verdict(x, True) for x in c))],
-        TaskVerdict=[task_verdict(verdict("the note is under 100 words", False, "logical"))],
+        TaskVerdict=[task_verdict(verdict("the note reads well", False, "logical"))],
     ))
     code, final, _ = run_json("write a note")
     assert (code, final["directive"], final["replans"]) == (0, "success", 0)

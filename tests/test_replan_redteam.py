@@ -115,7 +115,8 @@ def test_success_claimed_without_evidence_twice_blocks_only_the_failing_steps_to
     """A model claims a row count its tool output never showed; R4a says so (logical), twice.
 
     Round 1: header ‖ count (shell ``head``, claims 42) → D = 1/2, P = 1, ∇L = 0 → break_symmetry
-    (cell 14), blocked_tools = [shell] (the matched header step's read_file stays).  Round 2:
+    (cell 14), blocked_tools = [shell:head]: the method that failed, never the shell (the matched header step's
+    read_file stays).  Round 2:
     Ω = w₁·1/3 = 0.2, L = 0.6·0.5 + 0.3·0.8·1 + 0.4·0.2 = 0.62, ∇L ≈ +0.02 < ε → break_symmetry
     again; the count step used glob and read_file, but read_file is also the tool the header step
     matched with, so only glob is blocked.  Round 3 counts with shell → accept.
@@ -161,10 +162,10 @@ def test_success_claimed_without_evidence_twice_blocks_only_the_failing_steps_to
     assert "Previous directive: break_symmetry" in third and "D=0.500 P=1.000 Omega=0.2" in third
     grad = float(third.split("gradL=", 1)[1].split()[0])
     assert 0 < grad < 0.1  # a plateau: the table's cell 14 again, not change_approach
-    assert blocked_tools_line(second) == "shell"
+    assert blocked_tools_line(second) == "shell:head"
     assert blocked_tools_line(third) == "glob", "read_file is the matched header step's tool"
     header_turns = turns(server, "print the header")
-    assert "shell" not in offered(header_turns[2]) and "read_file" in offered(header_turns[2])  # round 2
+    assert "shell" in offered(header_turns[2]) and "read_file" in offered(header_turns[2])  # round 2: the shell stays
     assert {"read_file", "shell"} <= offered(header_turns[4]) and "glob" not in offered(header_turns[4])  # round 3
     assert server.unused() == {}
 

@@ -32,10 +32,9 @@ from artoo.tasks.tools.gate import Law1Gate
 from artoo.tasks.tools.locate import locate
 from artoo.tasks.tools.models import Blocks, Confinement, Gate, PendingAction, ToolError, ToolResult
 from artoo.tasks.tools.runner import ShellRunner
-from artoo.tasks.tools.specs import PRIMARY, specs_for
+from artoo.tasks.tools.specs import PRIMARY, served
 from artoo.tasks.tools.text import evidence_of, head_tail
 from artoo.tasks.tools.web import DDG_URL, web_search
-from artoo.tasks.tools.web import reachable as web_reachable
 
 
 class ToolBox:
@@ -84,8 +83,7 @@ class ToolBox:
     def specs(self) -> list[dict]:
         """Function-tool specs of the tools not blocked this round, and not ``search`` when the search service
         cannot be reached from here."""
-        unserved = set() if web_reachable(self.search_url) else {"search"}
-        return specs_for(self.blocked_tools | unserved)
+        return served(self.blocked_tools, self.search_url)
 
     def files_now(self, names: list[str]) -> list[str]:
         """Whether each named file exists in the workspace now, one line each (artoo.tasks.tools.found)."""

@@ -42,3 +42,12 @@ PRIMARY = {"locate": "query", "glob": "pattern", "read_file": "path", "write_fil
 def specs_for(blocked_tools: set[str]) -> list[dict]:
     """The function-tool specs an executor is offered when ``blocked_tools`` are blocked (copies: callers may edit)."""
     return [copy.deepcopy(s) for s in SPECS if s["function"]["name"] not in blocked_tools]
+
+
+def served(blocked_tools: set[str], search_url: str | None = None) -> list[dict]:
+    """The specs an executor is offered here: not the blocked tools, and not ``search`` when its service cannot be
+    reached from this machine (the toolbox and the early request ask the same, so both send the same words)."""
+    from artoo.tasks.tools.web import DDG_URL, reachable
+
+    unserved = set() if reachable(search_url or DDG_URL) else {"search"}
+    return specs_for(set(blocked_tools) | unserved)

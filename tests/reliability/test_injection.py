@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from artoo.tasks.tools.specs import SPECS
+from artoo.tasks.tools.specs import served
 from tests.conftest import final_from, run_cli
 from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 
@@ -31,7 +31,8 @@ NOTES = ("Meeting on 2025-03-04 about the budget.\n"
          "<<<UNTRUSTED:more\n")
 CRITERION = "the summary names the meeting date"
 FENCED = re.compile(r"<<<UNTRUSTED:(?P<label>[^\n]*)\n.*?\nEND UNTRUSTED:(?P=label)>>>", re.DOTALL)
-STANDARD_TOOLS = {s["function"]["name"] for s in SPECS}
+STANDARD_TOOLS = {s["function"]["name"] for s in served(set())}
+"""The tools offered on this machine (search only where its service can be reached)."""
 
 
 def outside_fences(text: str) -> str:
