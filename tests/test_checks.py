@@ -168,6 +168,24 @@ def test_a_reference_run_on_a_copy_decides_by_comparing_change_sets(tmp_path, ex
 
 
 @needs_bwrap
+def test_an_empty_file_agreeing_with_an_empty_reference_is_for_the_judge(tmp_path):
+    """A real run: the reference (``ls logs/ | grep -l ERROR > e.txt``) wrote an empty file, and an executor trying
+    command after command wrote the same empty file: they agree on nothing."""
+    import subprocess
+
+    ws = folder(tmp_path, LOGS)
+    confined = Confined(BWRAP, timeout_s=5)
+    before = asyncio.run(take_snapshot(ws, confined))
+    try:
+        subprocess.run(["bash", "-c", "ls | grep -E 'ERROR' > e.txt"], cwd=ws, check=False)
+        reference = Criterion(criterion=REFERENCE_CRITERION, check="ls | grep -l ERROR > e.txt")
+        (outcome,) = asyncio.run(check_criteria([reference], ws, before, confined))
+    finally:
+        before.close()
+    assert (ws / "e.txt").read_text() == "" and outcome.status == "judge" and "nothing" in outcome.reason
+
+
+@needs_bwrap
 def test_a_check_that_writes_is_run_as_a_reference_on_the_paths_it_wrote(tmp_path):
     ws = folder(tmp_path, LOGS)
     confined = Confined(BWRAP, timeout_s=5)

@@ -32,7 +32,7 @@ from artoo.tasks.checks import tree
 from artoo.tasks.checks.run import Ran
 from artoo.tasks.shell.parse import ParseError, parse, strip_prefix
 
-__all__ = ["BROKEN_EXITS", "CheckOutcome", "broken_reason", "covered_by_reference", "from_predicate",
+__all__ = ["BROKEN_EXITS", "CheckOutcome", "broken_reason", "covered_by_reference", "empty_handed", "from_predicate",
            "from_reference", "misused_comparison", "printed_answer", "settles", "suspect_reference", "verdict_of"]
 
 BROKEN_EXITS = frozenset({2, 126, 127})
@@ -165,6 +165,10 @@ def from_reference(criterion: str, ran: Ran, executor: list[tree.PathChange], *,
                             evidence=_shown(ran.output), **base)
     scope = None if whole else {c.path for c in ran.changes}
     comparison = tree.compare(ran.changes, executor, scope)
+    if comparison.outcome == "agree" and empty_handed(ran.changes):
+        return CheckOutcome(status="judge", reason="both runs left what they wrote empty: agreeing on nothing is no "
+                            "evidence of the work", evidence=tree.side_by_side(comparison), comparison=comparison,
+                            **base)
     status: Status = {"agree": "met", "paths": "unmet", "values": "unmet", "layout": "judge"}[comparison.outcome]
     reason = {"agree": "the executor's changes agree with the reference run's",
               "paths": "the executor's changes differ from the reference run's in which paths changed",
@@ -183,6 +187,16 @@ def suspect_reference(outcome: CheckOutcome, refuting: list[str]) -> CheckOutcom
     return outcome.model_copy(update={"status": "broken", "reason": "it disagrees with the executor's result, and "
                                       f"the plan's own checks of {said} pass the executor's result and fail the "
                                       "reference's: the reference is more likely wrong than the work"})
+
+
+def empty_handed(changes: list[tree.PathChange]) -> bool:
+    """Whether every file a run created or changed is empty (folders and deletions aside, at least one file).
+
+    Why: most wrong commands print nothing (a grep for a name in a listing, a filter that matches no line), so an
+    executor trying command after command will sooner or later leave the same empty file as a wrong reference
+    run did, and agree with it; a real run did exactly that."""
+    files = [c for c in changes if c.node == "file" and c.change != "deleted"]
+    return bool(files) and all(c.size == 0 for c in files)
 
 
 def _folded(text: str) -> str:
