@@ -24,7 +24,7 @@ from artoo.config.contracts import (
 )
 from artoo.config.errors import RunFailure
 from artoo.config.protocol import AgentVerdict
-from artoo.tasks.checks.decide import covered_by_reference, settles, verdict_of
+from artoo.tasks.checks.decide import settles, split_by_checks
 from artoo.tasks.checks.evaluate import check_criteria, existed_before
 from artoo.tasks.decisions.log import SCOPE
 from artoo.tasks.roles import agent_validator as r4a
@@ -75,14 +75,11 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
         checked = [c for c in subtask.success_criteria if c.check.strip()]
         outcomes = await checks_task(runtime_id, checked, f"attempt {attempt}", before_of=subtask.subtask_id,
                                      printed=[*run.record.printed, result.output]) if checked else []
-        decided = covered_by_reference(subtask.success_criteria, {
-            o.criterion: v for o in outcomes if (v := verdict_of(o, _mode(subtask, o.criterion)))})
-        pending = [c for c in subtask.success_criteria if c.criterion not in decided]
+        decided, pending, notes = split_by_checks(subtask.success_criteria, outcomes)
         if pending or not subtask.success_criteria:  # the model judges only what no check decided
             judged = subtask.model_copy(update={"success_criteria": pending})
             names = r4a.named_files(judged)
             found = named_files_now(names, deps.workspace) if deps.workspace else []
-            notes = {o.criterion: o.note() for o in outcomes if o.criterion not in decided}
             try:
                 answer = await validate_task(runtime_id, judged, result, attempt, found, notes=notes)
                 absent = absent_names(names, deps.workspace) if deps.workspace else []
@@ -135,10 +132,6 @@ def _settled(runtime_id: str, subtask: SubTask) -> Callable[[], Awaitable[bool]]
                                         task_before=record.before)
         return bool(outcomes) and all(o.status == "met" for o in outcomes)
     return settled
-
-
-def _mode(subtask: SubTask, criterion: str) -> str:
-    return next((c.mode for c in subtask.success_criteria if c.criterion == criterion), "verifiable")
 
 
 async def _grounded_verdicts(runtime_id: str, deps: RunDeps, subtask: SubTask, result: ExecutionResult,

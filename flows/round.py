@@ -31,7 +31,7 @@ from artoo.config.contracts import (
 from artoo.config.errors import PlanRejected, RunFailure
 from artoo.config.protocol import PlanAnswer, TaskVerdict
 from artoo.flows.fast_loop import subtask_flow, subtask_run_name
-from artoo.tasks.checks.decide import covered_by_reference, verdict_of
+from artoo.tasks.checks.decide import split_by_checks
 from artoo.tasks.checks.evaluate import existed_before, take_snapshot
 from artoo.tasks.llm import TOOLS_SCHEMA
 from artoo.tasks.plan import rules as plan_rules
@@ -131,15 +131,12 @@ async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | Rep
         checked = [c for c in manifest.task_criteria if c.check.strip()]
         printed = [*run.record.printed, *(as_text(o.output) for o in outcomes)]
         checks = await checks_task(runtime_id, checked, f"round {round_no}", printed=printed) if checked else []
-        decided = covered_by_reference(manifest.task_criteria, {
-            o.criterion: v for o in checks if (v := verdict_of(o, _mode(manifest, o.criterion)))})
-        pending = manifest.model_copy(update={"task_criteria": [c for c in manifest.task_criteria
-                                                                if c.criterion not in decided]})
+        decided, left, notes = split_by_checks(manifest.task_criteria, checks)
+        pending = manifest.model_copy(update={"task_criteria": left})
         verdicts, summary = [], r4b.checked_summary(list(decided.values()))
         if pending.task_criteria:  # the model judges only what no check decided
             names = r4b.named_files(pending)
             found = named_files_now(names, deps.workspace) if deps.workspace else []
-            notes = {o.criterion: o.note() for o in checks if o.criterion not in decided}
             try:
                 answer = await meta_validate_task(runtime_id, pending, outcomes, kept, found, notes=notes)
                 absent = absent_names(names, deps.workspace) if deps.workspace else []
@@ -185,10 +182,6 @@ async def _reference(runtime_id: str, spec: TaskSpec) -> str:
             and record.confined.bwrap is not None and record.before is not None and record.before.path is not None
         record.reference = await reference_task(runtime_id, spec) if wanted else ""
     return record.reference
-
-
-def _mode(manifest: DispatchManifest, criterion: str) -> str:
-    return next((c.mode for c in manifest.task_criteria if c.criterion == criterion), "verifiable")
 
 
 def _announce(run: Runtime, spec: TaskSpec, inputs: RoundInputs, round_no: int = 1) -> None:

@@ -285,3 +285,21 @@ def test_a_comparison_outside_test_is_a_broken_check(command, misused):
     from artoo.tasks.checks.decide import misused_comparison
 
     assert (misused_comparison(command) is not None) is misused
+
+
+def test_split_by_checks_decides_what_checks_decided_and_leaves_the_rest_to_the_judge():
+    from artoo.tasks.checks.decide import CheckOutcome, split_by_checks
+
+    criteria = [Criterion(criterion=REFERENCE_CRITERION, check="grep -l ERROR *.log > e.txt"),
+                Criterion(criterion="e.txt lists them", mode="verifiable"),  # no check: the reference covers it
+                Criterion(criterion="e.txt reads well", mode="plausible"),  # judged, whatever agreed
+                Criterion(criterion="e.txt is sorted", check="sort -c e.txt")]
+    outcomes = [CheckOutcome(criterion=REFERENCE_CRITERION, command="grep …", status="met", form="reference",
+                             reason="agree"),
+                CheckOutcome(criterion="e.txt is sorted", command="sort -c e.txt", status="broken",
+                             reason="exit 2")]
+    decided, pending, notes = split_by_checks(criteria, outcomes)
+    assert set(decided) == {REFERENCE_CRITERION, "e.txt lists them"}
+    assert all(v.by == "check" and v.verdict == "pass" for v in decided.values())
+    assert [c.criterion for c in pending] == ["e.txt reads well", "e.txt is sorted"]
+    assert set(notes) == {"e.txt is sorted"} and "could not run" in notes["e.txt is sorted"]

@@ -33,7 +33,8 @@ from artoo.tasks.checks.run import Ran
 from artoo.tasks.shell.parse import ParseError, parse, strip_prefix
 
 __all__ = ["BROKEN_EXITS", "CheckOutcome", "broken_reason", "covered_by_reference", "empty_handed", "from_predicate",
-           "from_reference", "misused_comparison", "printed_answer", "settles", "suspect_reference", "verdict_of"]
+           "from_reference", "misused_comparison", "printed_answer", "settles", "split_by_checks", "suspect_reference",
+           "verdict_of"]
 
 BROKEN_EXITS = frozenset({2, 126, 127})
 """Exit codes that say the check could not test anything (syntax or usage error; not runnable; not found)."""
@@ -252,3 +253,16 @@ def settles(criteria: list[Criterion]) -> bool:
     """Whether checks alone can decide every criterion: each has a check, or is verifiable beside a reference run."""
     referenced = any(c.criterion == REFERENCE_CRITERION and c.check.strip() for c in criteria)
     return bool(criteria) and all(c.check.strip() or (referenced and c.mode == "verifiable") for c in criteria)
+
+
+def split_by_checks(criteria: list[Criterion], outcomes: list[CheckOutcome]
+                    ) -> tuple[dict[str, CriterionVerdict], list[Criterion], dict[str, str]]:
+    """What the checks decided (by criterion, the reference run's coverage included), the criteria left for the
+    judge in plan order, and what the checks found about those (the judge's notes): one rule for a step and a
+    task alike."""
+    modes = {c.criterion: c.mode for c in criteria}
+    decided = covered_by_reference(criteria, {
+        o.criterion: v for o in outcomes if (v := verdict_of(o, modes.get(o.criterion, "verifiable")))})
+    pending = [c for c in criteria if c.criterion not in decided]
+    notes = {o.criterion: o.note() for o in outcomes if o.criterion not in decided}
+    return decided, pending, notes
