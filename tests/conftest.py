@@ -54,13 +54,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def _early_requests_forgotten() -> Iterator[None]:
-    """No test inherits another's early requests: a request (its endpoint, port included, and its words) is
-    sent early once per process (artoo.tasks.llm.transport.early), and a later test's scripted server may get
-    the port."""
+    """No test inherits another's early requests or run context: a request (its endpoint, port included, and its
+    words) is sent early once per process (artoo.tasks.llm.transport.early), and a later test's scripted server
+    may get the port; the runner sets the run's shared prompt prefix (prompting.RUN) for the rest of its
+    process, which a later test's prompts would otherwise begin with."""
     yield
     early = sys.modules.get("artoo.tasks.llm.transport.early")
     if early is not None:
         early.EARLY.clear()
+    prompting = sys.modules.get("artoo.tasks.roles.prompting")
+    if prompting is not None:
+        prompting.RUN.set(None)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
