@@ -227,6 +227,9 @@ class CriterionVerdict(Contract):
     """Copied from the plan's criterion by code; weights D."""
     by: Literal["check", "model"] = "model"
     """Who decided it: a check code ran (no model can overrule it), or a model's judgement."""
+    check: str = ""
+    """The predicate code ran to decide it ('' for a model's verdict and for the plan's reference run, whose
+    command no later role may copy); memory keeps it beside a verified method."""
 
 
 class CorrectionSignal(Contract):

@@ -64,6 +64,9 @@ class MemoryParams(BaseModel):
     sop_min_successes: int = Field(
         3, ge=1, description="The Dreamer writes an SOP (a C rule made by code, no LLM) when one intent succeeded "
         "this many times with the same method and no rule covers those episodes yet.")
+    sop_min_verified: int = Field(
+        2, ge=1, description="Likewise when this many of those successes were verified (code checked every "
+        "verifiable criterion): a verified method needs fewer repeats than one a model judged.")
     dreamer_period_s: int = Field(300, description="Seconds between scheduled Dreamer passes.")
     max_calibration_entries: int = Field(10, description="At most this many memory lines reach the planner prompt.")
     backend: Literal["duckdb", "postgres"] = Field(

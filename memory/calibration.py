@@ -8,6 +8,12 @@ tool pairs (σ > 0 prefer, else must not) and what ``tool:*``/``path:*`` Megrams
 tools and targets, keeps the strongest ``max_entries`` memory lines (MUST NOT first, in the spec's
 priority order), and merges the MUST NOT set with the GGS's blocked tools and targets.
 
+A success code verified (its episode has a ``verified:`` line: every verifiable criterion was met by a check)
+is memory's strongest evidence, so its method is offered after one success, not after the potentials or the
+three successes an SOP needs, and to any later request of the same *kind* (artoo.memory.kinds), not only to
+requests whose first three words match: a SHOULD PREFER line quoting the request it worked for, the command
+that passed and the checks it passed (``verified_entries``, the best ``VERIFIED_LINES``).
+
 Tool memory is read the way the GGS writes it: one Megram per (tool, target), and each
 pair stands alone.  A pair that is Avoid restricts *that tool on that target*
 (``must_not_pairs``: "MUST NOT use shell on /srv/x"); it never takes the tool away
@@ -20,13 +26,16 @@ or pair under MUST NOT is dropped: MUST NOT wins.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
 from artoo.config.contracts import BlockedTarget, Megram, Potentials, SOPRecord
-from artoo.memory.tags import ENV_LOCAL, entity_target, episode_quote, intent_space, tool_space
+from artoo.memory.kinds import MATCH, same_kind
+from artoo.memory.sops import SUCCESS_STATES, episode_calls, intent_of, method_of, sop_method
+from artoo.memory.tags import ENV_LOCAL, entity_target, episode_quote, episode_verified, intent_space, tool_space
 
 
 class Calibration(BaseModel):
@@ -159,6 +168,62 @@ def _tool_entries(tool_memory: list[tuple[str, str, Potentials]]) -> list[_Entry
     return entries
 
 
+VERIFIED_LINES = 2
+"""At most this many verified methods reach a plan: the best matches, since prompt tokens count."""
+QUOTED = 300
+"""Characters of a verified command quoted (a long pipeline is cut: its shape is what carries over)."""
+
+
+def _verified_command(content: str) -> str:
+    """The calls of an episode's accepted (last) round: a shell call as its command, any other as ``tool(input)``."""
+    calls = episode_calls(content)
+    if not calls:
+        return ""
+    last = max(r for r, _, _ in calls)
+    shown = [given if tool == "shell" else f"{tool}({given})" for r, tool, given in calls if r == last]
+    text = " ; ".join(dict.fromkeys(" ".join(c.split()) for c in shown if c.strip()))
+    return text if len(text) <= QUOTED else text[: QUOTED - 1] + "…"
+
+
+VERIFIED_LINE = "a command that passed every check for the similar request "
+_VERIFIED_COMMAND = re.compile(r": `(?P<command>.+?)`(?:; its checks passed| \(use this request)")
+
+
+def verified_command_of(line: str) -> str | None:
+    """The command a verified SHOULD PREFER line quotes (None for any other line): the eval's reading of whether a
+    run followed it."""
+    match = _VERIFIED_COMMAND.search(line) if line.startswith(VERIFIED_LINE) else None
+    return match.group("command") if match else None
+
+
+def verified_entries(intent: str, successes: list[Megram], sops: list[SOPRecord] = (),
+                     limit: int = VERIFIED_LINES, threshold: float = MATCH) -> list[_Entry]:
+    """SHOULD PREFER lines quoting the verified methods of earlier requests of the same kind as ``intent``.
+
+    Why: a method code verified once is evidence no model's pass is, so it is offered after one success, to any
+    request of its kind (artoo.memory.kinds), with the command that passed and the checks it passed; a success a
+    model judged (no ``verified:`` line) offers nothing here.  The newest episode of each method stands for it,
+    and a method an SOP of the intent already prescribes is left to that SOP."""
+    ruled = {m for m in (sop_method(s.content) for s in sops) if m}
+    verified, seen = [], set()
+    for episode in successes:  # newest first
+        checks = episode_verified(episode.content)
+        method, command = method_of(episode.content), _verified_command(episode.content)
+        if checks is None or episode.state not in SUCCESS_STATES or not command or method in ruled or method in seen:
+            continue
+        seen.add(method)
+        verified.append((episode, checks, command))
+    intents = [intent_of(e.content) for e, _, _ in verified]
+    background = [intent_of(e.content) for e in successes]
+    entries = []
+    for index, score in same_kind(intent, intents, threshold=threshold, background=background)[:max(0, limit)]:
+        episode, checks, command = verified[index]
+        checked = f"; its checks passed: {' ; '.join(f'`{c}`' for c in checks[:2])}" if checks else ""
+        text = f"{VERIFIED_LINE}{intents[index]!r}: `{command}`{checked} (use this request's own names)"
+        entries.append(_Entry("prefer", 5, 1.0 + score, text))
+    return entries
+
+
 def calibrate(
     intent: str,
     sops: list[SOPRecord],
@@ -170,13 +235,16 @@ def calibrate(
     *,
     tool_sops: list[SOPRecord] = (),
     episodes: list[Megram] = (),
+    successes: list[Megram] = (),
 ) -> Calibration:
     """The calibration for one planning round (pure: no I/O, no LLM).
 
     ``tool_sops`` are the C rules of tool pairs; ``episodes`` the intent's newest Megrams,
-    newest first, whose content the intent's line quotes.
+    newest first, whose content the intent's line quotes; ``successes`` the newest successful episodes of
+    every intent, whose verified methods of the same kind are offered (``verified_entries``).
     """
     entries = [_sop_entry(s) for s in sops] + [_tool_sop_entry(s) for s in tool_sops] + _tool_entries(tool_memory)
+    entries += verified_entries(intent, list(successes), list(sops))
     if (intent_entry := _intent_entry(intent, potentials, list(episodes))) is not None:
         entries.append(intent_entry)
     entries.sort(key=lambda e: (e.rank, -e.weight, e.text))
@@ -206,6 +274,10 @@ def calibrate(
     )
 
 
+SUCCESSES_READ = 200
+"""The newest successes of all intents read per plan: the verified ones to match and the words that are common."""
+
+
 def calibrate_from_store(
     store,
     intent: str,
@@ -224,6 +296,7 @@ def calibrate_from_store(
         pairs = [pair for pair in pairs if pair[0] in wanted]
         tool_sops = [sop for sop in tool_sops if sop.space in wanted]
     episodes = store.recent(space, ENV_LOCAL) if potentials.action != "Ignore" else []
+    successes = store.episodes("intent:", sorted(SUCCESS_STATES), SUCCESSES_READ)
     return calibrate(
         intent,
         sops,
@@ -234,4 +307,5 @@ def calibrate_from_store(
         store.params.max_calibration_entries,
         tool_sops=tool_sops,
         episodes=episodes,
+        successes=successes,
     )

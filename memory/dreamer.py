@@ -15,7 +15,8 @@ The rules are pure functions below; ``dream`` applies them to the whole store.
   (memory never imports the LLM layer), recording the evidence ids in ``derived_from``;
   a pair is consolidated again only when it has M/K evidence no C rule covers.
 * SOPs by code — when one intent pair holds ≥ ``sop_min_successes``
-  successful episodes (accept/success) with the same method that no rule was distilled
+  successful episodes (accept/success), or ≥ ``sop_min_verified`` verified ones (code checked
+  every verifiable criterion), with the same method that no rule was distilled
   from, and no C rule of the pair prescribes that method yet, an SOP is written in code
   (``artoo.memory.sops``: no LLM, so it runs with no endpoint too): a C Megram (k = 0,
   σ = +1, state ``sop``), evidence ids in ``derived_from``.  Only for a pair whose live
@@ -189,13 +190,15 @@ def _distil_sops(con, at: datetime, params: MemoryParams, report: DreamReport, c
     """Write the SOPs repeated successes call for (code, in the pass's transaction), at most ``cap``,
     strongest pair first: each is an insert and a journal row, and the next pass writes the rest."""
     at_us = to_us(at)
-    found = dream_ops.sop_pairs(con, at_us, sorted(sops.SUCCESS_STATES), params.sop_min_successes)
+    least = min(params.sop_min_successes, params.sop_min_verified)
+    found = dream_ops.sop_pairs(con, at_us, sorted(sops.SUCCESS_STATES), least)
     for pair in sorted(found, key=lambda p: (-p.decision, p.space, p.entity)):
         if pair.decision <= 0:
             continue
         ruled = {m for m in map(sops.sop_method, pair.rules) if m}
         episodes = [sops.Episode(i, c) for i, c in pair.episodes]
-        for draft in sops.sop_drafts(episodes, pair.covered, ruled, params.sop_min_successes):
+        for draft in sops.sop_drafts(episodes, pair.covered, ruled, params.sop_min_successes,
+                                     params.sop_min_verified):
             if report.sops >= cap:
                 return
             megram = consolidated_megram(pair.space, pair.entity, "best_practice", draft.content,

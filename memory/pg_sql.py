@@ -80,6 +80,11 @@ RECENT = f"""SELECT id, level, created_us, content, state, f, sigma, k FROM megr
 WHERE {PAIR} AND level IN ('M', 'K') ORDER BY created_us DESC, id DESC LIMIT %(limit)s"""
 """The newest M/K Megrams of one pair: what happened, for the planner to quote."""
 
+EPISODES = """SELECT id, level, created_us, space, entity, content, state, f, sigma, k FROM megrams
+WHERE starts_with(space, %(prefix)s) AND level IN ('M', 'K') AND state = ANY(%(states)s)
+ORDER BY created_us DESC, id DESC LIMIT %(limit)s"""
+"""The newest M/K Megrams in some states across every space with a prefix: the episodes of all intents."""
+
 RECALL = """UPDATE megrams SET last_recalled_us = %(at)s
 WHERE id = ANY(%(ids)s) AND (last_recalled_us IS NULL OR last_recalled_us < %(at)s)"""
 """A QueryC hit resets the rule's decay clock (never moves it backwards)."""

@@ -178,6 +178,15 @@ class PostgresMemoryStore:
                        entity=entity, content=content, state=state, f=f, sigma=sigma, k=k)
                 for i, level, us, content, state, f, sigma, k in rows]
 
+    def episodes(self, prefix: str, states: list[str], limit: int = 200) -> list[Megram]:
+        """The newest M/K Megrams in ``states`` of every space starting with ``prefix``, newest first."""
+        params = {"prefix": prefix, "states": list(states), "limit": limit}
+        with self._connection() as con:
+            rows = con.execute(pg_sql.EPISODES, params).fetchall()
+        return [Megram(id=i, level=level, created_at=datetime.fromtimestamp(us / 1e6, UTC), space=space,
+                       entity=entity, content=content, state=state, f=f, sigma=sigma, k=k)
+                for i, level, us, space, entity, content, state, f, sigma, k in rows]
+
     def pairs_with_space_prefix(self, prefix: str, at: datetime | None = None
                                 ) -> list[tuple[str, str, Potentials]]:
         """(space, entity, potentials) of every pair whose space starts with ``prefix``."""

@@ -47,6 +47,11 @@ RECENT_SQL = f"""SELECT id, level, created_at, content, state, f, sigma, k FROM 
 WHERE {PAIR} AND level IN ('M', 'K') ORDER BY created_at DESC, id DESC LIMIT $limit"""
 """The newest M/K Megrams of one pair: what happened, for the planner to quote."""
 
+EPISODES_SQL = """SELECT id, level, created_at, space, entity, content, state, f, sigma, k FROM megrams
+WHERE starts_with(space, $prefix) AND level IN ('M', 'K') AND list_contains($states::VARCHAR[], state)
+ORDER BY created_at DESC, id DESC LIMIT $limit"""
+"""The newest M/K Megrams in some states across every space with a prefix: the episodes of all intents."""
+
 SPACE_SQL = f"""
 WITH {_PENDING},
 db AS (SELECT id, space, entity, f, sigma, k, epoch_us(coalesce(last_recalled_at, created_at)) AS ref

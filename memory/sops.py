@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from artoo.memory.tags import EPISODE_TRIED
+from artoo.memory.tags import EPISODE_TRIED, episode_verified
 
 Method = tuple[str, ...]
 """The steps of a method, e.g. ``("glob", "shell `find | xargs wc -l`", "write_file")``."""
@@ -256,9 +256,10 @@ class SOPDraft:
 
 
 def sop_drafts(episodes: Iterable[Episode], covered: set[str], ruled: set[Method],
-               min_successes: int) -> list[SOPDraft]:
-    """The SOPs one (intent, entity) pair calls for: a method with ≥ ``min_successes`` episodes no rule
-    was distilled from (``covered``) and no C rule of the pair already prescribes (``ruled``).
+               min_successes: int, min_verified: int | None = None) -> list[SOPDraft]:
+    """The SOPs one (intent, entity) pair calls for: a method with ≥ ``min_successes`` episodes, or with
+    ≥ ``min_verified`` verified ones (code checked them: artoo.memory.tags.episode_verified), no rule was
+    distilled from (``covered``) and no C rule of the pair already prescribes (``ruled``).
 
     ``episodes`` are newest first; the SOP quotes the newest one's intent.
     """
@@ -269,7 +270,9 @@ def sop_drafts(episodes: Iterable[Episode], covered: set[str], ruled: set[Method
             groups.setdefault(method, []).append(episode)
     drafts = []
     for method, group in groups.items():
-        if len(group) >= max(1, min_successes) and method not in ruled:
+        verified = sum(episode_verified(e.content) is not None for e in group)
+        enough = len(group) >= max(1, min_successes) or (min_verified is not None and verified >= max(1, min_verified))
+        if enough and method not in ruled:
             content = distil_sop(intent_of(group[0].content), method, len(group))
             drafts.append(SOPDraft(method, content, [e.id for e in group]))
     return drafts

@@ -48,6 +48,7 @@ from artoo.memory.potentials import NEGATIVE_FEEDBACK, make_potentials, now_us, 
 from artoo.memory.queries import (
     C_PREFIX_SQL,
     C_SQL,
+    EPISODES_SQL,
     MK_PENDING_SQL,
     MK_SQL,
     RECENT_SQL,
@@ -205,6 +206,23 @@ class MemoryStore:
             found.setdefault(m.id, Megram(id=m.id, level=m.level, space=space, entity=entity, content=m.content,
                                           created_at=datetime.fromtimestamp(m.created_us / 1e6, UTC),
                                           state=m.state, f=m.f, sigma=m.sigma, k=m.k))
+        return sorted(found.values(), key=lambda m: (m.created_at, m.id), reverse=True)[:limit]
+
+    def episodes(self, prefix: str, states: list[str], limit: int = 200) -> list[Megram]:
+        """The newest M/K Megrams in ``states`` of every space starting with ``prefix`` (DuckDB ∪ spool), newest
+        first: the successes of every intent, which calibration matches by kind (artoo.memory.kinds)."""
+        params = {"prefix": prefix, "states": list(states), "limit": limit}
+        with self._reading() as con:
+            rows = con.execute(EPISODES_SQL, params).fetchall()
+            pending = self._pending.refresh().with_space(prefix, True, ("M", "K"))
+        found = {r[0]: Megram(id=r[0], level=r[1], created_at=r[2].replace(tzinfo=UTC), space=r[3], entity=r[4],
+                              content=r[5], state=r[6], f=r[7], sigma=r[8], k=r[9]) for r in rows}
+        for m in pending:
+            if m.state in states:
+                created = datetime.fromtimestamp(m.created_us / 1e6, UTC)
+                found.setdefault(m.id, Megram(id=m.id, level=m.level, space=m.space, entity=m.entity,
+                                              content=m.content, created_at=created, state=m.state, f=m.f,
+                                              sigma=m.sigma, k=m.k))
         return sorted(found.values(), key=lambda m: (m.created_at, m.id), reverse=True)[:limit]
 
     def pairs_with_space_prefix(

@@ -51,17 +51,38 @@ def entity_target(entity: str) -> tuple[str, str]:
 
 EPISODE_TRIED = "tried: "
 EPISODE_RESULT = "result: "
+EPISODE_VERIFIED = "verified: "
 NOTHING_TRIED = "(no tool calls)"
+CHECKS_JOINED = " ;; "
+"""Between two checks on a ``verified:`` line (a check is a shell line and may hold ``;``)."""
+BY_REFERENCE = "(an independent run of the request agreed)"
+"""The ``verified:`` line of a success every check of which was the plan's reference run (no predicate to quote)."""
 
 
-def episode_content(state: str, intent: str, tried: list[str], result: str) -> str:
-    """An intent Megram's content: what was tried and what happened, one labelled line each.
+def episode_content(state: str, intent: str, tried: list[str], result: str,
+                    verified: tuple[str, ...] | None = None) -> str:
+    """An intent Megram's content: what was tried and what happened, one labelled line each, and for a success
+    code verified, the checks that passed.
 
     The GGS writes it at a terminal state; calibration quotes it in the planner's Avoid or
-    Exploit line, so the next plan knows *which* approach failed or worked, not only that one did.
+    Exploit line, so the next plan knows *which* approach failed or worked, not only that one did.  A
+    ``verified:`` line marks the strongest evidence memory holds (code, not a model, said it worked); a content
+    without one (every Megram written before checks existed) is a success a model judged.
     """
     calls = "; ".join(" ".join(c.split()) for c in tried) or NOTHING_TRIED
-    return f"{state}: {intent}\n{EPISODE_TRIED}{calls}\n{EPISODE_RESULT}{' '.join(result.split())}"
+    text = f"{state}: {intent}\n{EPISODE_TRIED}{calls}\n{EPISODE_RESULT}{' '.join(result.split())}"
+    if verified is not None:
+        checks = CHECKS_JOINED.join(" ".join(c.split()) for c in verified if c.strip()) or BY_REFERENCE
+        text += f"\n{EPISODE_VERIFIED}{checks}"
+    return text
+
+
+def episode_verified(content: str) -> tuple[str, ...] | None:
+    """The checks of a verified episode (``()`` when a reference run alone verified it), None when unverified."""
+    line = next((ln[len(EPISODE_VERIFIED):] for ln in content.splitlines() if ln.startswith(EPISODE_VERIFIED)), None)
+    if line is None:
+        return None
+    return () if line == BY_REFERENCE else tuple(c for c in line.split(CHECKS_JOINED) if c)
 
 
 def episode_quote(content: str, limit: int = 600) -> str:

@@ -188,3 +188,57 @@ def test_totals_count_false_accepts_medians_and_the_cache_share_of_reporting_cal
     assert (t["median_wall_s"], t["median_calls"], t["median_calls_one_step"]) == (20.0, 6, 6)
     assert t["prompt_tokens"] == 500 and t["cached_prompt_tokens"] == 100 and t["cache_share"] == 0.5
     assert totals([_row(True, True, 1, 1, 10, None, 1.0)])["cache_share"] is None
+
+
+def test_a_sequence_runs_each_kind_again_in_one_home_beside_cold_runs(prefect_api, artoo_env: Path):
+    """Two copy tasks: in one home (sequence) and each in a fresh one (cold); the simulated brain writes no checks,
+    so no success of it is verified and no plan is shown a verified method (the honest row it must say)."""
+    code, stdout, _ = run_cli("eval", "everyday", "--brain", "simulated", "--only", "copy-confs,backup-csv",
+                              "--strategies", "ggs", "--sequence", "--no-mistakes", "--json")
+    assert code == 0
+    document = json.loads(stdout.strip().splitlines()[-1])
+    assert set(document["tasks"]) == {"artoo (ggs) sequence", "artoo (ggs) cold"}
+    assert [(t["id"], t["occurrence"]) for t in document["task_list"]] == [("backup-csv", 1), ("copy-confs", 2)]
+    for rows in document["tasks"].values():
+        assert [r["right"] for r in rows] == [True, True]
+        assert all(r["verified_lines"] == 0 and r["followed"] is None for r in rows)
+    parts = document["by_occurrence"]["artoo (ggs) sequence"]
+    assert (parts["first"]["tasks"], parts["later"]["tasks"], parts["second_right"]) == (1, 1, "1/1")
+    from artoo.eval.everyday_report import markdown
+
+    assert "second of its kind, right" in markdown(document)
+
+
+@pytest.mark.parametrize(("kinds", "order", "occurrence"), [
+    ("aab", "aba", [1, 1, 2]),
+    ("aaabbc", "abcaba", [1, 1, 1, 2, 2, 3]),
+    ("", "", []),
+])
+def test_a_sequence_brings_each_kind_back_after_the_others(kinds, order, occurrence):
+    from dataclasses import replace
+
+    from artoo.eval.everyday_run import occurrences, sequence_order
+    from artoo.eval.everyday_suite import TASKS
+
+    named = {"a": "copy", "b": "move", "c": "sort"}
+    letter = {v: k for k, v in named.items()}
+    tasks = [replace(TASKS[0], id=f"t{i}", kind=named[kind]) for i, kind in enumerate(kinds)]
+    ordered = sequence_order(tasks)
+    assert "".join(letter[t.kind] for t in ordered) == order
+    assert sorted(t.id for t in ordered) == sorted(t.id for t in tasks)
+    assert [occurrences(ordered)[t.id] for t in ordered] == occurrence
+
+
+def test_a_run_followed_a_verified_line_when_it_ran_a_command_of_its_method():
+    from artoo.eval.everyday_run import memory_seen
+    from artoo.memory.calibration import VERIFIED_LINE
+
+    line = (f"{VERIFIED_LINE}'copy the csv files into backup': `mkdir -p backup && cp *.csv backup/` "
+            "(use this request's own names)")
+    shell = {"kind": "tool", "name": "shell", "arguments": {"command": "mkdir -p archive && cp *.txt archive/"}}
+    seen = [{"kind": "memory", "prefer": [line, "the tool 'glob' on 'x'"]}]
+    assert memory_seen(seen + [shell]) == {"memory_lines": [line, "the tool 'glob' on 'x'"], "verified_lines": 1,
+                                           "followed": True}
+    other = {**shell, "arguments": {"command": "rsync -a *.txt archive/"}}
+    assert memory_seen(seen + [other])["followed"] is False
+    assert memory_seen([shell])["followed"] is None  # it saw no verified line

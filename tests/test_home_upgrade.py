@@ -121,3 +121,49 @@ def test_a_run_on_the_old_home_keeps_the_old_blame_beside_the_new_one(r3_home: P
         entities = sorted(entity for _, entity, _ in store.pairs_with_space_prefix("tool:"))
     assert entities[0] == f"path:{OLD_WORKSPACE}/data.csv"  # the old blame, every access
     assert entities[1].startswith("write:") and entities[1].endswith("/workspace/data.csv")  # the new: writing only
+
+
+ARCHIVE_R4 = Path(__file__).parent / "data" / "home-r4-duckdb2.0.0.tar.gz"
+"""The home of main at 5e54e4e, the last release before verified methods: one ``artoo run`` that copied the CSV
+files into backup with every criterion met by a check (tests/test_memory_learning_story.py's first run), written
+before a success could say so: its intent Megram, still in the spool, has no ``verified:`` line."""
+
+
+@pytest.fixture
+def r4_home(artoo_env: Path) -> Path:
+    """The last release's home (before verified methods)."""
+    return unpacked(ARCHIVE_R4, artoo_env)
+
+
+def test_a_success_written_before_the_mark_keeps_a_models_standing(r4_home: Path):
+    from artoo.memory.calibration import calibrate_from_store
+    from artoo.memory.sops import method_of
+    from artoo.memory.tags import ENV_LOCAL, episode_verified
+
+    with MemoryStore(r4_home) as store:
+        store.ingest()
+        [episode] = store.episodes("intent:", ["accept", "success"])
+        potentials = store.query_mk(episode.space, ENV_LOCAL)
+        block = calibrate_from_store(store, "copy the txt files into archive", set(), []).prompt_block()
+    assert episode.space == "intent:copy_the_csv" and episode.state == "accept"
+    assert episode_verified(episode.content) is None  # not rewritten: a success a model could have judged
+    assert method_of(episode.content) == ("shell `mkdir -p; cp`",)  # what it tried still reads
+    assert potentials.attention > 0 and potentials.decision > 0  # and it still counts for its intent
+    assert "passed every check" not in block
+
+
+def test_a_run_on_the_old_home_writes_its_verified_success_beside_the_old_one(r4_home: Path, scripted,
+                                                                             artoo_env: Path, prefect_api: str):
+    from artoo.memory.tags import episode_verified
+    from tests.test_memory_learning_story import SECOND, SECOND_CMD, run_copy
+
+    server = run_copy(scripted, artoo_env / "w2", SECOND, SECOND_CMD, {"notes.txt": "n\n"},
+                      "cmp notes.txt archive/notes.txt")
+    (asked,) = [json.dumps(r["body"]["messages"]) for r in server.requests if r["schema"] == "Plan"]
+    assert "passed every check" not in asked  # the old success is not passed off as verified
+    with MemoryStore(r4_home) as store:
+        new, old = store.episodes("intent:", ["accept", "success"])
+    assert episode_verified(new.content) == ("cmp notes.txt archive/notes.txt",)
+    assert episode_verified(old.content) is None
+    code, out, _ = run_cli("audit", "verify")
+    assert code == 0 and "intact" in out

@@ -88,6 +88,10 @@ def everyday(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated brain's mistakes.")] = 0,
     mistakes: Annotated[bool, typer.Option("--mistakes/--no-mistakes",
                                            help="Simulated brain: make real models' mistakes.")] = True,
+    sequence: Annotated[bool, typer.Option("--sequence", help="Run artoo's tasks in one home, ordered so each kind "
+                                                              "comes back, beside the same tasks each in a fresh "
+                                                              "home: does memory help the next task of a kind?")]
+    = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole JSON document.")] = False,
     save: Annotated[Path | None, typer.Option("--save", help="Write the JSON document here.")] = None,
 ) -> None:
@@ -103,7 +107,7 @@ def everyday(
         with _Progress(count, "right") as progress:
             document = run_everyday(EverydayOptions(brain=brain, limit=limit, only=ids, strategies=chosen,
                                                     peers=peers, save=save, seed=seed, mistakes=mistakes,
-                                                    progress=progress.update))
+                                                    sequence=sequence, progress=progress.update))
     except ArtooError as exc:
         err.print(f"[bold red]artoo eval:[/] {exc}")
         raise typer.Exit(2 if isinstance(exc, ConfigurationError) else 1) from None

@@ -60,11 +60,33 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def document(brain: dict[str, Any], tasks: list[EverydayTask], runners: dict[str, list[dict]],
-             machine: dict[str, Any]) -> dict[str, Any]:
-    """The whole eval as JSON data."""
-    return {"suite": "everyday", "brain": brain, "machine": machine, "rule": RULE,
-            "task_list": [{"id": t.id, "kind": t.kind, "steps": t.steps, "request": t.request} for t in tasks],
-            "totals": {name: totals(rows) for name, rows in runners.items()}, "tasks": runners}
+             machine: dict[str, Any], occurrence: dict[str, int] | None = None) -> dict[str, Any]:
+    """The whole eval as JSON data (``occurrence``: each task's occurrence of its kind, in a sequence eval)."""
+    doc = {"suite": "everyday", "brain": brain, "machine": machine, "rule": RULE,
+           "task_list": [{"id": t.id, "kind": t.kind, "steps": t.steps, "request": t.request} for t in tasks],
+           "totals": {name: totals(rows) for name, rows in runners.items()}, "tasks": runners}
+    if occurrence is not None:
+        for t in doc["task_list"]:
+            t["occurrence"] = occurrence[t["id"]]
+        doc["by_occurrence"] = {name: by_occurrence(rows, occurrence) for name, rows in runners.items()}
+    return doc
+
+
+def by_occurrence(rows: list[dict[str, Any]], occurrence: dict[str, int]) -> dict[str, Any]:
+    """A runner's figures on each kind's first task and on its later ones, and the share of kinds whose second task
+    was right: whether memory of a kind made its next task better."""
+    def part(group: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"tasks": len(group), "right": sum(r["right"] for r in group),
+                "median_calls": _median([r["llm_calls"] for r in group]),
+                "prompt_tokens": sum(r["prompt_tokens"] for r in group),
+                "median_wall_s": _median([r["wall_seconds"] for r in group]),
+                "saw_verified": sum(bool(r.get("verified_lines")) for r in group),
+                "followed": sum(r.get("followed") is True for r in group)}
+    first = [r for r in rows if occurrence.get(r["id"]) == 1]
+    later = [r for r in rows if occurrence.get(r["id"], 1) > 1]
+    second = [r for r in rows if occurrence.get(r["id"]) == 2]
+    return {"first": part(first), "later": part(later),
+            "second_right": f"{sum(r['right'] for r in second)}/{len(second)}"}
 
 
 def _cell(r: dict[str, Any] | None) -> str:
@@ -111,5 +133,14 @@ def markdown(doc: dict[str, Any]) -> str:
             kind = f" ({r['failure']})" if r.get("failure") else ""
             error = f" [error: {r['error'][:200]}]" if r.get("error") else ""
             lines.append(f"- {name} · {r['id']}{kind}: {why}{error}")
+    if doc.get("by_occurrence"):
+        lines += ["", "| runner | occurrence | tasks | right | median calls | prompt tokens | median wall s | "
+                  "saw a verified method | followed it |", "|---|---|---|---|---|---|---|---|---|"]
+        for name, parts in doc["by_occurrence"].items():
+            for which in ("first", "later"):
+                p = parts[which]
+                lines.append(f"| {name} | {which} of its kind | {p['tasks']} | {p['right']} | {p['median_calls']} | "
+                             f"{p['prompt_tokens']} | {p['median_wall_s']} | {p['saw_verified']} | {p['followed']} |")
+            lines.append(f"| {name} | second of its kind, right | | {parts['second_right']} | | | | | |")
     lines += ["", f"Rule: {doc['rule']}."]
     return "\n".join(lines)

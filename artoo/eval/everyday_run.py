@@ -59,6 +59,9 @@ class EverydayOptions:
     seed: int = 0
     mistakes: bool = True
     """Simulated brain: make real models' mistakes (its default rates), or none."""
+    sequence: bool = False
+    """Run each strategy's tasks in one home, ordered so that each kind comes back (``sequence_order``), beside the
+    same tasks each in a fresh home (cold): does memory make the later task of a kind better."""
     progress: Callable[[str, str, dict | None], None] | None = field(default=None, repr=False)
     """Called with (runner, task id, the row or None when the task starts)."""
 
@@ -97,7 +100,8 @@ def run_everyday(options: EverydayOptions) -> dict:
         with prefect_api():
             document = asyncio.run(artoo_eval_everyday([t.id for t in tasks], options.brain,
                                                        list(options.strategies), peers, options.seed,
-                                                       options.mistakes, str(options.save) if options.save else None))
+                                                       options.mistakes, str(options.save) if options.save else None,
+                                                       options.sequence))
     finally:
         _progress = None
     if options.save is not None:
@@ -158,7 +162,51 @@ async def artoo_row(task: EverydayTask, base: Path, brain: SimulatedBrain | None
     if error:
         out["error"] = error
     out["failure"] = failures.failure_kind({**out, "solved": out["right"]}, records)
+    out.update(memory_seen(records))
     return out
+
+
+def memory_seen(records: list[dict]) -> dict[str, Any]:
+    """The SHOULD PREFER lines the run's plans saw, the verified methods among them, and whether the run followed
+    one: its last round ran a command of the same method (artoo.memory.sops.command_heads), None when it saw none.
+    """
+    from artoo.memory.calibration import verified_command_of
+    from artoo.memory.sops import command_heads
+
+    prefer = list(dict.fromkeys(line for r in records if r.get("kind") == "memory" for line in r.get("prefer", [])))
+    quoted = [c for c in map(verified_command_of, prefer) if c]
+    ran = {command_heads(c) for c in executed(records)}
+    followed = any(command_heads(c) in ran for c in quoted) if quoted else None
+    return {"memory_lines": prefer, "verified_lines": len(quoted), "followed": followed}
+
+
+def executed(records: list[dict]) -> list[str]:
+    """The shell commands the run executed, from its decision log's tool calls."""
+    return [str(r["arguments"]["command"]) for r in records
+            if r.get("kind") == "tool" and r.get("name") == "shell" and isinstance(r.get("arguments"), dict)
+            and r["arguments"].get("command")]
+
+
+def sequence_order(tasks: list[EverydayTask]) -> list[EverydayTask]:
+    """The tasks round-robin over their kinds (every kind's first, then every kind's second, ...): each kind comes
+    back with other names and folders after other kinds' tasks, as a person's week would bring it."""
+    kinds: dict[str, list[EverydayTask]] = {}
+    for task in tasks:
+        kinds.setdefault(task.kind, []).append(task)
+    ordered, depth = [], max((len(v) for v in kinds.values()), default=0)
+    for i in range(depth):
+        ordered += [group[i] for group in kinds.values() if i < len(group)]
+    return ordered
+
+
+def occurrences(tasks: list[EverydayTask]) -> dict[str, int]:
+    """Each task's occurrence of its kind in ``tasks``' order (1 for a kind's first)."""
+    seen: dict[str, int] = {}
+    found = {}
+    for task in tasks:
+        seen[task.kind] = seen.get(task.kind, 0) + 1
+        found[task.id] = seen[task.kind]
+    return found
 
 
 async def artoo_strategy(tasks: list[EverydayTask], strategy: str, base: Path, home: Path,
@@ -174,6 +222,15 @@ async def artoo_strategy(tasks: list[EverydayTask], strategy: str, base: Path, h
             _tell(runner, task, rows[-1])
     if user_home is not None:
         carry_negotiated(home, user_home)
+    return rows
+
+
+async def cold_strategy(tasks: list[EverydayTask], strategy: str, base: Path, scratch: Path,
+                        brain: SimulatedBrain | None, user_home: Path | None) -> list[dict]:
+    """Every task under one strategy, each in a fresh ARTOO_HOME: what it does with no memory of the others."""
+    rows = []
+    for i, task in enumerate(tasks):
+        rows += await artoo_strategy([task], strategy, base, scratch / f"cold-{strategy}-{i}", brain, user_home)
     return rows
 
 
@@ -241,10 +298,13 @@ def machine() -> dict[str, Any]:
 @flow(name="artoo-eval-everyday", flow_run_name="eval · everyday", validate_parameters=False,
       persist_result=False, log_prints=False)
 async def artoo_eval_everyday(ids: list[str], brain: str, strategies: list[str], peers: bool, seed: int = 0,
-                              mistakes: bool = True, save: str | None = None) -> dict:
+                              mistakes: bool = True, save: str | None = None, sequence: bool = False) -> dict:
     """The everyday eval as one flow run: artoo's task runs as subflows, the peers beside them; totals and the
-    report as artifacts."""
+    report as artifacts.  With ``sequence``, each strategy runs the tasks in one home in ``sequence_order`` and
+    again each in a fresh home."""
     tasks = select(tuple(ids))
+    if sequence:
+        tasks = sequence_order(tasks)
     start = machine()
     scratch = Path(tempfile.mkdtemp(prefix="artoo-everyday-"))
     base = scratch / "folder"
@@ -263,11 +323,14 @@ async def artoo_eval_everyday(ids: list[str], brain: str, strategies: list[str],
         with environment(env):
             info = brain_info(brain, seed, mistakes)
             for strategy in strategies:
-                runners[report.artoo_runner(strategy)] = await artoo_strategy(
+                name = report.artoo_runner(strategy)
+                runners[f"{name} sequence" if sequence else name] = await artoo_strategy(
                     tasks, strategy, base, scratch / f"home-{strategy}", sim, user_home)
+                if sequence:
+                    runners[f"{name} cold"] = await cold_strategy(tasks, strategy, base, scratch, sim, user_home)
         if peers:
             runners.update(await peer_runs(tasks, base))
-        document = report.document(info, tasks, runners, start)
+        document = report.document(info, tasks, runners, start, occurrences(tasks) if sequence else None)
         await _artifacts(document)
         return document
     finally:

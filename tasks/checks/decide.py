@@ -221,13 +221,15 @@ def verdict_of(outcome: CheckOutcome, mode: CriterionMode = "verifiable") -> Cri
     A verdict's evidence reaches the executor's next attempt and the planner, so a reference run is never named
     by its command there: an executor that was shown it ran it word for word, and agreed with it."""
     named = "an independent run of the request" if outcome.form == "reference" else f"check `{outcome.command}`"
+    check = "" if outcome.form == "reference" else outcome.command
     if outcome.status == "met":
         evidence = f"{named}: {outcome.reason}"
-        return CriterionVerdict(criterion=outcome.criterion, verdict="pass", evidence=evidence, mode=mode, by="check")
+        return CriterionVerdict(criterion=outcome.criterion, verdict="pass", evidence=evidence, mode=mode, by="check",
+                                check=check)
     if outcome.status == "unmet":
         detail = f"\n{outcome.evidence}" if outcome.evidence else ""
         return CriterionVerdict(criterion=outcome.criterion, verdict="fail", failure_class="logical", mode=mode,
-                                evidence=f"{named}: {outcome.reason}{detail}", by="check")
+                                evidence=f"{named}: {outcome.reason}{detail}", by="check", check=check)
     return None
 
 

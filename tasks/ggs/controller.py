@@ -89,6 +89,22 @@ def _verified_gap(reading: _Reading) -> bool:
     return any(v.verdict == "fail" and v.mode == "verifiable" for v in verdicts)
 
 
+SUCCESS = frozenset({"accept", "success"})
+"""The terminal states whose method memory may carry to the next task."""
+
+
+def verified_checks(reading: _Reading) -> tuple[str, ...] | None:
+    """The checks of a round whose every verifiable criterion code decided and found met (None otherwise).
+
+    Why: a model's pass may be a false accept, a check's may not, so only such a round's method is written as
+    verified.  A round with no verifiable criterion, one a model decided, or one that failed is not verified."""
+    verdicts = [*(v for o in reading.outcomes for v in o.criteria_verdicts), *reading.task_verdicts]
+    verifiable = [v for v in verdicts if v.mode == "verifiable"]
+    if not verifiable or any(v.by != "check" or v.verdict != "pass" for v in verifiable):
+        return None
+    return tuple(dict.fromkeys(v.check for v in verifiable if v.check.strip()))
+
+
 class GGSController:
     """Turns each round's OutcomeSummary/ReplanRequest into a PlanDirective or a FinalResult."""
 
@@ -146,7 +162,7 @@ class GGSController:
         else:
             final = self._final_result(state, reason, message, reading, loss_, failing)
         self._tried.update(dict.fromkeys(_calls_tried(reading)))
-        megrams = self._megrams(state, reading.round, final)
+        megrams = self._megrams(state, reading.round, final, verified_checks(reading) if final else None)
         self._l_prev = reading.L
         self._round = reading.round
         self._prev_directive = state
@@ -293,8 +309,10 @@ class GGSController:
         }.get(reason or "", "Allow more time (ggs.time_budget_ms) or split the task into smaller requests."))
         return steps
 
-    def _megrams(self, state: str, round_: int, final: FinalResult | None) -> list[Megram]:
-        """Action states: one Megram per target blamed THIS round; terminal states: one for the intent.
+    def _megrams(self, state: str, round_: int, final: FinalResult | None,
+                 verified: tuple[str, ...] | None = None) -> list[Megram]:
+        """Action states: one Megram per target blamed THIS round; terminal states: one for the intent, marked
+        verified (with its checks) when code decided every verifiable criterion of a success.
 
         A target blocked in an earlier round was not tried again (it was blocked), so writing it
         again would count one failure as several and, through memory, ban it for later tasks.
@@ -305,7 +323,7 @@ class GGSController:
             return [Megram(id=uuid.uuid4().hex, created_at=created, space=intent_space(self.intent),
                            entity=ENV_LOCAL,
                            content=episode_content(state, self.intent, list(self._tried)[-TRIED_KEPT:],
-                                                   final.summary),
+                                                   final.summary, verified if state in SUCCESS else None),
                            state=state, f=f, sigma=sigma, k=k)]
         return [
             Megram(id=uuid.uuid4().hex, created_at=created, space=tool_space(tool),
