@@ -77,8 +77,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 HEAVY = ("tests/test_three_workers.py", "tests/reliability/test_llm_failures.py", "tests/test_bench.py",
-         "tests/test_lingering.py", "tests/test_wheel.py", "tests/test_schedules.py")
-"""Files whose stories keep both cores busy by themselves (thirty runs over three Prefect workers, ten ``artoo``
+         "tests/test_lingering.py", "tests/test_schedules.py")
+"""Files whose stories keep both cores busy by themselves (fifteen runs over three Prefect workers, ten ``artoo``
 processes at once, the benchmark): two of them side by side made each slower than both in turn and pushed the
 scheduler's story past its wait.  So they form one unit of work, run first and one after another on one worker,
 while the other workers take the light files."""

@@ -195,3 +195,19 @@ def test_the_store_reads_the_successes_of_every_intent_spooled_and_ingested(tmp_
         assert found[1].space == intent_space(COPY) and episode_verified(found[1].content) == CHECKS
         block = calibrate_from_store(store, "copy the txt files into archive", set(), []).prompt_block()
     assert "'copy the png files into images'" in block and "`mkdir -p backup && cp *.csv backup/`" in block
+
+
+def test_postgres_reads_the_same_successes_as_duckdb(tmp_path: Path, memory_pg_url: str):
+    from artoo.memory.pg_store import PostgresMemoryStore
+
+    found = [success(minutes_ago=3), success(intent="copy the png files into images", minutes_ago=1),
+             success(state="abandon", minutes_ago=2)]
+    with MemoryStore(tmp_path / "home", MemoryParams()) as local, \
+            PostgresMemoryStore(memory_pg_url, MemoryParams()) as shared:
+        for m in found:
+            local.write(m)
+            shared.write(m)
+        local.ingest()
+        read = [store.episodes("intent:", ["accept", "success"], limit=5) for store in (local, shared)]
+    assert [[(m.id, m.content, m.state) for m in r] for r in read] == [[(m.id, m.content, m.state)
+                                                                          for m in (found[1], found[0])]] * 2
