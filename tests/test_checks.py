@@ -16,7 +16,7 @@ import pytest
 from artoo.config.contracts import REFERENCE_CRITERION, Criterion
 from artoo.tasks.checks import tree
 from artoo.tasks.checks.contradict import claims, contradictions
-from artoo.tasks.checks.decide import from_predicate, verdict_of
+from artoo.tasks.checks.decide import acts, from_predicate, verdict_of
 from artoo.tasks.checks.evaluate import Snapshot, check_criteria, existed_before, take_snapshot
 from artoo.tasks.checks.run import Confined, Ran, run_confined, run_reference
 from artoo.tasks.tools import sandbox
@@ -183,6 +183,37 @@ def test_an_empty_file_agreeing_with_an_empty_reference_is_for_the_judge(tmp_pat
     finally:
         before.close()
     assert (ws / "e.txt").read_text() == "" and outcome.status == "judge" and "nothing" in outcome.reason
+
+
+@pytest.mark.parametrize(("check", "action"), [
+    ("test -d backup && cmp a.csv backup/a.csv", False),
+    ("grep -q ERROR a.log > /dev/null", False),
+    ("sort -c names.txt", False),
+    ("find . -name '*.csv' -exec cp {} backup/ \\;", True),  # what the 1.5B model wrote as a "test"
+    ("mkdir -p backup && cp *.csv backup/", True),
+    ("test -f x && echo ok > y", True),
+])
+def test_a_check_that_may_change_files_is_an_action(check, action):
+    assert acts(check) is action
+
+
+@needs_bwrap
+def test_an_action_that_fails_before_it_writes_is_run_on_a_copy_not_counted_unmet(tmp_path):
+    """The real model's check ``test -d backup && find … -exec cp {} backup/ …`` failed on the read-only view with
+    exit 1 before writing anything, and was counted unmet on every attempt of a right result."""
+    ws = folder(tmp_path, {"a.csv": "1\n", "b.csv": "2\n"})
+    confined = Confined(BWRAP, timeout_s=5)
+    before = asyncio.run(take_snapshot(ws, confined))
+    try:
+        (ws / "backup").mkdir()
+        for name in ("a.csv", "b.csv"):
+            (ws / "backup" / name).write_text((ws / name).read_text())
+        criterion = Criterion(criterion="the csv files are copied into backup",
+                              check="mkdir backup && cp *.csv backup/")  # fails read-only: backup exists
+        (outcome,) = asyncio.run(check_criteria([criterion], ws, before, confined))
+    finally:
+        before.close()
+    assert (outcome.status, outcome.form) == ("met", "reference")
 
 
 @needs_bwrap

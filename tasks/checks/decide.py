@@ -30,6 +30,8 @@ from pydantic import BaseModel, ConfigDict
 from artoo.config.contracts import REFERENCE_CRITERION, Criterion, CriterionMode, CriterionVerdict
 from artoo.tasks.checks import tree
 from artoo.tasks.checks.run import Ran
+from artoo.tasks.law1.core import Ctx
+from artoo.tasks.law1.rules import judge_script
 from artoo.tasks.shell.parse import ParseError, parse, strip_prefix
 
 __all__ = ["BROKEN_EXITS", "CheckOutcome", "broken_reason", "covered_by_reference", "empty_handed", "from_predicate",
@@ -121,6 +123,13 @@ def misused_comparison(command: str) -> str | None:
             return (f"`{' '.join(words[:4])}` gives {sorted(COMPARISONS & set(words[1:]))[0]!r} to {words[0]} as an "
                     "argument: a comparison works only inside test or [ ], so the check tests nothing")
     return None
+
+
+def acts(command: str) -> bool:
+    """Whether a check is an action, not a test: Law 1's reading finds a command in it that may change files
+    (``find . -name '*.csv' -exec cp {} backup/ \\;``).  A small model asked for a test often writes the action
+    instead; failing on a read-only view, it says nothing about the work, so it is run as a reference."""
+    return any(d.category == "may change" for d in judge_script(command, Ctx()))
 
 
 def from_predicate(criterion: str, after: Ran, before: Ran | None = None, reference: Ran | None = None

@@ -16,6 +16,7 @@ from artoo.config.contracts import REFERENCE_CRITERION, Criterion
 from artoo.tasks.checks import tree
 from artoo.tasks.checks.decide import (
     CheckOutcome,
+    acts,
     broken_reason,
     from_predicate,
     from_reference,
@@ -98,7 +99,7 @@ async def _one(criterion: Criterion, workspace: Path, before: Snapshot, confined
     if misused is not None:
         return CheckOutcome(criterion=criterion.criterion, command=command, status="broken", reason=misused)
     after = await run_confined(command, workspace, confined)
-    if after.wrote:
+    if after.wrote or (after.exit_code != 0 and acts(command)):  # an action: what it does on a copy is the test
         if before.path is None:
             return CheckOutcome(criterion=criterion.criterion, command=command, status="broken", form="reference",
                                 reason="the check writes, and " + (before.note or "no copy of the folder is kept"))
