@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field
 
 from artoo.config.contracts import BlockedTarget, Megram, Potentials, SOPRecord
 from artoo.memory.kinds import MATCH, same_kind
-from artoo.memory.sops import SUCCESS_STATES, episode_calls, intent_of, method_of, sop_method
+from artoo.memory.sops import SUCCESS_STATES, intent_of, last_round_calls, method_of, sop_method
 from artoo.memory.tags import ENV_LOCAL, entity_target, episode_quote, episode_verified, intent_space, tool_space
 
 
@@ -176,11 +176,7 @@ QUOTED = 300
 
 def _verified_command(content: str) -> str:
     """The calls of an episode's accepted (last) round: a shell call as its command, any other as ``tool(input)``."""
-    calls = episode_calls(content)
-    if not calls:
-        return ""
-    last = max(r for r, _, _ in calls)
-    shown = [given if tool == "shell" else f"{tool}({given})" for r, tool, given in calls if r == last]
+    shown = [given if tool == "shell" else f"{tool}({given})" for tool, given in last_round_calls(content)]
     text = " ; ".join(dict.fromkeys(" ".join(c.split()) for c in shown if c.strip()))
     return text if len(text) <= QUOTED else text[: QUOTED - 1] + "…"
 
@@ -214,7 +210,8 @@ def verified_entries(intent: str, successes: list[Megram], sops: list[SOPRecord]
         seen.add(method)
         verified.append((episode, checks, command))
     intents = [intent_of(e.content) for e, _, _ in verified]
-    background = [intent_of(e.content) for e in successes]
+    quoted = {e.id for e, _, _ in verified}
+    background = [intent_of(e.content) for e in successes if e.id not in quoted]  # each request weighed once
     entries = []
     for index, score in same_kind(intent, intents, threshold=threshold, background=background)[:max(0, limit)]:
         episode, checks, command = verified[index]

@@ -139,13 +139,16 @@ def step_of(tool: str, given: str) -> str:
     return f"shell `{heads}`" if heads else ""
 
 
+def last_round_calls(content: str) -> list[tuple[str, str]]:
+    """(tool, input) of the calls of an episode's last round: the one that was accepted, earlier ones failed."""
+    calls = episode_calls(content)
+    last = max((r for r, _, _ in calls), default=None)
+    return [(tool, given) for r, tool, given in calls if r == last]
+
+
 def method_of(content: str) -> Method:
     """The method of a successful intent Megram: its last round's calls as steps (``()`` if none)."""
-    calls = episode_calls(content)
-    if not calls:
-        return ()
-    last = max(r for r, _, _ in calls)
-    steps = (step_of(tool, given) for r, tool, given in calls if r == last)
+    steps = (step_of(tool, given) for tool, given in last_round_calls(content))
     return tuple(dict.fromkeys(s for s in steps if s))
 
 

@@ -43,7 +43,7 @@ from artoo.config.contracts import Megram, Potentials, SOPRecord
 from artoo.config.settings import MemoryParams
 from artoo.memory.ingest import IngestResult, ingest_spools
 from artoo.memory.locks import StoreLock
-from artoo.memory.pending import PendingView
+from artoo.memory.pending import PendingMegram, PendingView
 from artoo.memory.potentials import NEGATIVE_FEEDBACK, make_potentials, now_us, to_us
 from artoo.memory.queries import (
     C_PREFIX_SQL,
@@ -81,6 +81,13 @@ def _count_lines(path: Path) -> int:
     with path.open("rb") as handle:
         return sum(1 for _ in handle)
 
+
+
+def _from_pending(m: PendingMegram) -> Megram:
+    """A spooled Megram not yet ingested, as the store returns stored ones."""
+    return Megram(id=m.id, level=m.level, space=m.space, entity=m.entity, content=m.content,
+                  created_at=datetime.fromtimestamp(m.created_us / 1e6, UTC), state=m.state, f=m.f, sigma=m.sigma,
+                  k=m.k)
 
 class MemoryStore:
     """The MKCT store under ``<home>/memory``: spool directory, DuckDB file, lock files."""
@@ -203,9 +210,7 @@ class MemoryStore:
         found = {r[0]: Megram(id=r[0], level=r[1], created_at=r[2].replace(tzinfo=UTC), space=space,
                               entity=entity, content=r[3], state=r[4], f=r[5], sigma=r[6], k=r[7]) for r in rows}
         for m in pending:
-            found.setdefault(m.id, Megram(id=m.id, level=m.level, space=space, entity=entity, content=m.content,
-                                          created_at=datetime.fromtimestamp(m.created_us / 1e6, UTC),
-                                          state=m.state, f=m.f, sigma=m.sigma, k=m.k))
+            found.setdefault(m.id, _from_pending(m))
         return sorted(found.values(), key=lambda m: (m.created_at, m.id), reverse=True)[:limit]
 
     def episodes(self, prefix: str, states: list[str], limit: int = 200) -> list[Megram]:
@@ -219,10 +224,7 @@ class MemoryStore:
                               content=r[5], state=r[6], f=r[7], sigma=r[8], k=r[9]) for r in rows}
         for m in pending:
             if m.state in states:
-                created = datetime.fromtimestamp(m.created_us / 1e6, UTC)
-                found.setdefault(m.id, Megram(id=m.id, level=m.level, space=m.space, entity=m.entity,
-                                              content=m.content, created_at=created, state=m.state, f=m.f,
-                                              sigma=m.sigma, k=m.k))
+                found.setdefault(m.id, _from_pending(m))
         return sorted(found.values(), key=lambda m: (m.created_at, m.id), reverse=True)[:limit]
 
     def pairs_with_space_prefix(

@@ -30,6 +30,7 @@ from artoo.config.contracts import (
     SubTaskOutcome,
 )
 from artoo.config.settings import GGSParams, load_settings
+from artoo.memory.sops import SUCCESS_STATES
 from artoo.memory.tags import ENV_LOCAL, episode_content, intent_space, path_entity, tool_space
 from artoo.tasks.blame.access import attributed_blocks
 from artoo.tasks.blame.failure import blamed_tools, matched_tools, outcome_counts, refusals, walk_notes_of
@@ -83,14 +84,14 @@ class _Reading:
     paused_ms: float = 0.0
 
 
+def _verdicts(reading: _Reading) -> list[CriterionVerdict]:
+    """Every verdict of the round: each step's, then the task's."""
+    return [*(v for o in reading.outcomes for v in o.criteria_verdicts), *reading.task_verdicts]
+
+
 def _verified_gap(reading: _Reading) -> bool:
     """Whether a verifiable criterion of the round (a step's or the task's) failed."""
-    verdicts = [*reading.task_verdicts, *(v for o in reading.outcomes for v in o.criteria_verdicts)]
-    return any(v.verdict == "fail" and v.mode == "verifiable" for v in verdicts)
-
-
-SUCCESS = frozenset({"accept", "success"})
-"""The terminal states whose method memory may carry to the next task."""
+    return any(v.verdict == "fail" and v.mode == "verifiable" for v in _verdicts(reading))
 
 
 def verified_checks(reading: _Reading) -> tuple[str, ...] | None:
@@ -98,8 +99,7 @@ def verified_checks(reading: _Reading) -> tuple[str, ...] | None:
 
     Why: a model's pass may be a false accept, a check's may not, so only such a round's method is written as
     verified.  A round with no verifiable criterion, one a model decided, or one that failed is not verified."""
-    verdicts = [*(v for o in reading.outcomes for v in o.criteria_verdicts), *reading.task_verdicts]
-    verifiable = [v for v in verdicts if v.mode == "verifiable"]
+    verifiable = [v for v in _verdicts(reading) if v.mode == "verifiable"]
     if not verifiable or any(v.by != "check" or v.verdict != "pass" for v in verifiable):
         return None
     return tuple(dict.fromkeys(v.check for v in verifiable if v.check.strip()))
@@ -323,7 +323,7 @@ class GGSController:
             return [Megram(id=uuid.uuid4().hex, created_at=created, space=intent_space(self.intent),
                            entity=ENV_LOCAL,
                            content=episode_content(state, self.intent, list(self._tried)[-TRIED_KEPT:],
-                                                   final.summary, verified if state in SUCCESS else None),
+                                                   final.summary, verified if state in SUCCESS_STATES else None),
                            state=state, f=f, sigma=sigma, k=k)]
         return [
             Megram(id=uuid.uuid4().hex, created_at=created, space=tool_space(tool),
