@@ -211,6 +211,7 @@ def served_lines(calibration: Any) -> dict[str, list[str]]:
     shown = must_not + list(calibration.prefer)
     sops = [sop.content for sop in [*calibration.sops, *calibration.tool_sops]]
     return {"must_not": must_not, "prefer": list(calibration.prefer), "caution": list(calibration.caution),
+            "verified": list(calibration.verified),
             "sops": [content for content in dict.fromkeys(sops) if any(content in line for line in shown)]}
 
 

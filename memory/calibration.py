@@ -26,7 +26,6 @@ or pair under MUST NOT is dropped: MUST NOT wins.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -44,6 +43,8 @@ class Calibration(BaseModel):
     prefer: list[str] = Field(default_factory=list, description="SHOULD PREFER lines.")
     must_not: list[str] = Field(default_factory=list, description="Merged MUST NOT lines (memory, then GGS).")
     caution: list[str] = Field(default_factory=list, description="CAUTION lines: confirm or sandbox.")
+    verified: list[str] = Field(default_factory=list, description="The commands the kept SHOULD PREFER lines quote "
+                                "as verified methods (what an eval compares the run's commands with).")
     must_not_tools: set[str] = Field(default_factory=set, description="Tools no subtask may use.")
     must_not_targets: set[str] = Field(
         default_factory=set, description="Inputs no tool may be given at all (blocked for reading or every access).")
@@ -94,6 +95,8 @@ class _Entry:
     tool: str | None = None
     target: str | None = None
     access: str = "all"
+    command: str = ""
+    """The command a verified method's line quotes."""
 
 
 def _pair_words(tool: str, target: str, access: str) -> str:
@@ -182,14 +185,6 @@ def _verified_command(content: str) -> str:
 
 
 VERIFIED_LINE = "a command that passed every check for the similar request "
-_VERIFIED_COMMAND = re.compile(r": `(?P<command>.+?)`(?:; its checks passed| \(use this request)")
-
-
-def verified_command_of(line: str) -> str | None:
-    """The command a verified SHOULD PREFER line quotes (None for any other line): the eval's reading of whether a
-    run followed it."""
-    match = _VERIFIED_COMMAND.search(line) if line.startswith(VERIFIED_LINE) else None
-    return match.group("command") if match else None
 
 
 def verified_entries(intent: str, successes: list[Megram], sops: list[SOPRecord] = (),
@@ -217,7 +212,7 @@ def verified_entries(intent: str, successes: list[Megram], sops: list[SOPRecord]
         episode, checks, command = verified[index]
         checked = f"; its checks passed: {' ; '.join(f'`{c}`' for c in checks[:2])}" if checks else ""
         text = f"{VERIFIED_LINE}{intents[index]!r}: `{command}`{checked} (use this request's own names)"
-        entries.append(_Entry("prefer", 5, 1.0 + score, text))
+        entries.append(_Entry("prefer", 5, 1.0 + score, text, command=command))
     return entries
 
 
@@ -264,6 +259,7 @@ def calibrate(
         prefer=[e.text for e in kept if e.section == "prefer"],
         must_not=must_not,
         caution=[e.text for e in kept if e.section == "caution"],
+        verified=[e.command for e in kept if e.section == "prefer" and e.command],
         must_not_tools=tools,
         must_not_targets=targets,
         must_not_access=one_way,

@@ -236,7 +236,8 @@ def test_a_run_followed_a_verified_line_when_it_ran_a_command_of_its_method():
     line = (f"{VERIFIED_LINE}'copy the csv files into backup': `mkdir -p backup && cp *.csv backup/` "
             "(use this request's own names)")
     shell = {"kind": "tool", "name": "shell", "arguments": {"command": "mkdir -p archive && cp *.txt archive/"}}
-    seen = [{"kind": "memory", "prefer": [line, "the tool 'glob' on 'x'"]}]
+    seen = [{"kind": "memory", "prefer": [line, "the tool 'glob' on 'x'"],
+             "verified": ["mkdir -p backup && cp *.csv backup/"]}]
     assert memory_seen(seen + [shell]) == {"memory_lines": [line, "the tool 'glob' on 'x'"], "verified_lines": 1,
                                            "followed": True}
     other = {**shell, "arguments": {"command": "rsync -a *.txt archive/"}}

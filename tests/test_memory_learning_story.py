@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from artoo.eval.everyday_run import memory_seen
 from artoo.memory.sops import method_of
 from artoo.memory.store import MemoryStore
 from artoo.memory.tags import episode_verified
+from artoo.tasks.decisions.log import find_run, read_records
 from tests.conftest import final_from, run_cli
 from tests.scenario_kit import agent, call, crit, done, plan, scenario, spec, subtask, task_verdict, verdict
 
@@ -48,6 +50,8 @@ def test_a_verified_method_is_quoted_to_the_next_task_of_its_kind_and_followed(s
     server = run_copy(scripted, artoo_env / "w2", SECOND, SECOND_CMD, {"notes.txt": "n\n"},
                   "cmp notes.txt archive/notes.txt" if checked else None)
     (asked,) = [json.dumps(r["body"]["messages"]) for r in server.requests if r["schema"] == "Plan"]
+    seen = memory_seen(read_records(find_run(artoo_env / "home")))  # the second run's decision log
+    assert seen["followed"] is (True if checked else None)
     with MemoryStore(artoo_env / "home") as store:
         first, second = sorted(store.episodes("intent:", ["accept", "success"]), key=lambda m: m.created_at)
     if not checked:  # a model's pass: a weaker standing, and no line

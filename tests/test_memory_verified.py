@@ -117,6 +117,7 @@ def test_one_verified_success_offers_its_command_and_checks_to_a_request_of_its_
     assert "`test -d backup` ; `cmp a.csv backup/a.csv`" in entry.text
     c = calibrate("copy every .txt into archive", [], calibrate_ignore(), [], [], [], successes=[success()])
     assert c.prefer == [entry.text] and "SHOULD PREFER" in c.prompt_block()
+    assert c.verified == ["mkdir -p backup && cp *.csv backup/"]  # what the decision log keeps, typed
 
 
 def calibrate_ignore():

@@ -170,11 +170,11 @@ def memory_seen(records: list[dict]) -> dict[str, Any]:
     """The SHOULD PREFER lines the run's plans saw, the verified methods among them, and whether the run followed
     one: its last round ran a command of the same method (artoo.memory.sops.command_heads), None when it saw none.
     """
-    from artoo.memory.calibration import verified_command_of
     from artoo.memory.sops import command_heads
 
-    prefer = list(dict.fromkeys(line for r in records if r.get("kind") == "memory" for line in r.get("prefer", [])))
-    quoted = [c for c in map(verified_command_of, prefer) if c]
+    memory = [r for r in records if r.get("kind") == "memory"]
+    prefer = list(dict.fromkeys(line for r in memory for line in r.get("prefer", [])))
+    quoted = list(dict.fromkeys(c for r in memory for c in r.get("verified", [])))
     ran = {command_heads(c) for c in executed(records)}
     followed = any(command_heads(c) in ran for c in quoted) if quoted else None
     return {"memory_lines": prefer, "verified_lines": len(quoted), "followed": followed}
