@@ -4,7 +4,8 @@ Where no overlay can show a command's effect, every command that is not known to
 (``judge_command``, also ``artoo policy check``); beside an overlay, with the network on, only what no
 overlay sees asks (``judge_unobservable``): data sent off the machine and a daemon's changes.  The
 table is the Law-1 corpus: every dangerous command asks without an overlay, and of the benign ones
-those that only read run unasked while the others ask only as ``may change``.
+those that only read (also in a reading form of ``forms``) or only create new paths run unasked, while
+the others ask only as ``may change``.
 """
 
 from __future__ import annotations
@@ -137,30 +138,71 @@ READS = [
 """Benign and known to only read: they run unasked everywhere."""
 
 BENIGN_WRITES = [
-    "grep -c x exists.txt > new_count.txt", "echo hi > new.txt", "echo hi >> exists.txt", "ls 2>&1 | tee /dev/null",
-    "cmd 2>&1", "mkdir newdir", "mkdir -p a/b/c", "touch new.txt", "touch exists.txt", "cp a.txt new.txt",
-    "cp -r src newdir", "cp a.txt dir/newname.txt", "cp a.txt /tmp/", "cp -n a.txt exists.txt", "mv a.txt b.txt",
-    "mv -n a.txt exists.txt", "mv a.txt dir/sub/", "ln -s a newlink", "ln -s /w/x dir/", "ln a.txt exists.txt",
-    "echo x | tee new.txt", "echo x | tee -a exists.txt", "tee -a exists.txt", "git status", "git log --oneline -5",
-    "git diff", "git show HEAD", "git branch", "git branch -a", "git checkout main", "git checkout -b feature",
-    "git fetch origin", "git stash", "git stash list", "git clean -n", "git clean -nd", "git reset HEAD~1",
-    "git rm --cached x", "git restore --staged x", "git add .", "git commit -m 'x'", "git remote -v",
-    "curl https://example.com", "curl -sSL https://example.com -o new.html", "curl -I https://x.io",
-    "curl -G -d q=x https://x.io/search", "curl -X GET https://x.io", "wget https://example.com/a.tgz",
-    "wget -O - https://x.io", "wget -qO- https://x.io | grep x", "python3 script.py", "python3 -c 'print(1)'",
-    "python3 -m http.server 8000", "python3 -m venv .venv", "node index.js", "bash script.sh", "sh ./build.sh",
-    "pip list", "pip show requests", "pip freeze > requirements-new.txt", "npm install lodash", "npm test", "npm ls",
-    "apt list --installed", "apt search vim", "apt-cache policy vim", "dpkg -l", "brew list",
-    "systemctl status nginx", "systemctl", "service nginx status", "crontab -l", "iptables -L -n", "sysctl -a",
-    "sysctl vm.swappiness", "kill -l", "mount", "fdisk -l", "chmod +x run.sh", "chmod 644 notes.md",
-    "chown me file.txt", "tar -tzf a.tgz", "tar -czf new.tgz dir", "tar -xkf a.tar", "gzip -k a.txt",
-    "gzip -c a.txt > new.gz", "gunzip -c a.gz", "unzip a.zip", "unzip -l a.zip", "sed 's/a/b/' exists.txt",
-    "sed -n '1,5p' exists.txt", "sort -o new.txt exists.txt", "rsync -n --delete src/ dst/", "rsync -a src/ newdest/",
-    "docker run --rm alpine echo hi", "aws s3 ls", "man rm", "[ -d dir ] || mkdir dir", "dd if=a.img of=new.img",
-    "split -b 1M big.bin part_", "ssh-keygen -l -f key.pub", "awk '{print $1}' f",
+    "grep -c x exists.txt > new_count.txt", "echo hi > new.txt", "echo hi >> exists.txt", "cmd 2>&1", "touch new.txt",
+    "touch exists.txt", "cp a.txt new.txt", "cp -r src newdir", "cp a.txt dir/newname.txt", "cp a.txt /tmp/",
+    "mv a.txt b.txt", "mv -n a.txt exists.txt", "mv a.txt dir/sub/", "ln -s a newlink", "ln -s /w/x dir/",
+    "ln a.txt exists.txt", "echo x | tee new.txt", "echo x | tee -a exists.txt", "tee -a exists.txt",
+    "git checkout main", "git checkout -b feature", "git fetch origin", "git stash", "git reset HEAD~1",
+    "git rm --cached x", "git restore --staged x", "git add .", "git commit -m 'x'",
+    "curl -sSL https://example.com -o new.html", "curl -G -d q=x https://x.io/search", "curl -X GET https://x.io",
+    "python3 script.py", "python3 -c 'print(1)'", "python3 -m http.server 8000", "python3 -m venv .venv",
+    "node index.js", "bash script.sh", "sh ./build.sh", "pip freeze > requirements-new.txt", "npm install lodash",
+    "npm test", "service nginx status", "sysctl -a", "sysctl vm.swappiness", "kill -l", "mount", "fdisk -l",
+    "chmod +x run.sh", "chmod 644 notes.md", "chown me file.txt", "tar -czf new.tgz dir", "tar -xkf a.tar",
+    "gzip -c a.txt > new.gz", "unzip a.zip", "sort -o new.txt exists.txt", "rsync -a src/ newdest/",
+    "docker run --rm alpine echo hi", "aws s3 ls", "man rm", "dd if=a.img of=new.img", "split -b 1M big.bin part_",
     "env | grep PATH",  # names a variable that decides what later commands run: asked, even when only read
 ]
 """Benign but not known to only read: without an overlay they ask, only as ``may change``."""
+
+READ_FORMS = [
+    "ls 2>&1 | tee /dev/null",
+    "git status",
+    "git log --oneline -5",
+    "git diff",
+    "git show HEAD",
+    "git branch",
+    "git branch -a",
+    "git stash list",
+    "git clean -n",
+    "git clean -nd",
+    "git remote -v",
+    "curl https://example.com",
+    "curl -I https://x.io",
+    "wget -O - https://x.io",
+    "wget -qO- https://x.io | grep x",
+    "pip list",
+    "pip show requests",
+    "npm ls",
+    "apt list --installed",
+    "apt search vim",
+    "apt-cache policy vim",
+    "dpkg -l",
+    "brew list",
+    "systemctl status nginx",
+    "systemctl",
+    "crontab -l",
+    "iptables -L -n",
+    "tar -tzf a.tgz",
+    "gunzip -c a.gz",
+    "unzip -l a.zip",
+    "sed 's/a/b/' exists.txt",
+    "sed -n '1,5p' exists.txt",
+    "rsync -n --delete src/ dst/",
+    "ssh-keygen -l -f key.pub",
+    "awk '{print $1}' f",
+]
+"""Benign, in a reading form the table lists (``artoo.tasks.law1.forms``): they run unasked."""
+
+CREATES = [
+    "mkdir newdir",
+    "mkdir -p a/b/c",
+    "cp -n a.txt exists.txt",
+    "wget https://example.com/a.tgz",
+    "gzip -k a.txt",
+    "[ -d dir ] || mkdir dir",
+]
+"""Benign, and they only create paths that cannot replace anything (``mkdir``, ``cp -n``, ``gzip -k``): unasked."""
 
 
 @pytest.mark.parametrize("command", IRREVERSIBLE)
@@ -189,6 +231,18 @@ def test_reading_commands_run_unasked(command: str) -> None:
     verdict = judge_command(command)
     assert not verdict.irreversible, verdict.reason
     assert verdict.reason.startswith(("only reads", "empty command")) and verdict.targets == []
+
+
+@pytest.mark.parametrize("command", READ_FORMS)
+def test_reading_forms_run_unasked(command: str) -> None:
+    verdict = judge_command(command)
+    assert not verdict.irreversible and verdict.reason.startswith("only reads"), verdict.reason
+
+
+@pytest.mark.parametrize("command", CREATES)
+def test_creations_that_replace_nothing_run_unasked(command: str) -> None:
+    verdict = judge_command(command)
+    assert not verdict.irreversible and verdict.reason.startswith("creates only new paths"), verdict.reason
 
 
 @pytest.mark.parametrize("command", BENIGN_WRITES)
@@ -292,10 +346,9 @@ WORKSPACE_TREE = {"/workspace", "/workspace/dir1", "/workspace/dir2", "/workspac
 NL2BASH_IRREVERSIBLE = {7, 11, 12, 32, 38, 43, 53, 56, 57, 58}
 NL2BASH_NAMES = {7: "-delete", 11: "mv", 12: "mv", 32: "mkdir", 38: "mv", 43: "-delete", 53: "ln",
                  56: "tar", 57: "gunzip", 58: "tar"}
-NL2BASH_NOT_READ_ONLY = {15: "awk", 25: "awk", 28: "awk", 31: "awk", 36: "mkdir", 37: "awk", 41: "awk", 42: "ln",
-                         50: "awk", 52: "touch", 59: "ln"}
-"""Creating directories, links and files, and awk (a program that can write and run commands): harmless
-here, but not known to only read, so the fallback asks."""
+NL2BASH_NOT_READ_ONLY = {36: "mkdir", 42: "ln", 52: "touch", 59: "ln"}
+"""Creating directories and files under names read from stdin, and links: harmless here, but not known to only
+read or only create new paths, so the fallback asks (the awk programs only print: they run unasked)."""
 
 
 def _nl2bash() -> list[dict]:

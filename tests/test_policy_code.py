@@ -64,7 +64,9 @@ def test_asks(command: str, category: str) -> None:
     "redis-cli PING", "redis-cli -n 2 get k", "redis-cli --scan", "psql --version", "mysql --help",
     "psql -c 'SELECT count(*) FROM t WHERE x IN (1, 2)'", "mysql -e 'SHOW DATABASES'", "mysql --execute='DESCRIBE t'",
     "psql -c '\\dt'", "docker ps -a", "docker compose ps", "docker compose logs web", "docker image ls",
-    "kubectl get pods -n prod", "kubectl -n prod logs web", "kubectl config view",
+    "kubectl get pods -n prod", "kubectl -n prod logs web", "kubectl config view", "npm ls",
+    "sqlite3 app.db 'SELECT name FROM sqlite_master;'", "sqlite3 app.db .tables", "sqlite3 -readonly app.db 'SELECT 1'",
+    "awk -F: '$3 > 1000 {print $1}' f", "awk 'NR > 1 {n++} END {print n}' f", "awk '{print $1}' f",
     "for ((i=0; i<3; i++)); do echo $i; done", "case $x in a) echo a;; *) echo b;; esac",
     "echo $(case a in a) echo hi;; esac)",
 ])
@@ -75,15 +77,14 @@ def test_reads(command: str) -> None:
 
 @pytest.mark.parametrize("command", [
     "cargo fmt", "go vet ./...", "uv run python missing.py", "uv pip list", "poetry show", "deno fmt",
-    "python3 missing.py", "make -C /w/sub", "npm ls", "npm install x", "atq", "echo 'print(1)' | python3",
-    "python3 <<< 'import os'", "at -l", "sqlite3 new.db 'CREATE TABLE t(x)'",
-    "sqlite3 app.db 'SELECT name FROM sqlite_master;'", "sqlite3 app.db .tables", "sqlite3 -readonly app.db 'SELECT 1'",
-    "sqlite3 :memory:", "docker pull alpine", "docker build -t me/app .", "docker run --rm -p 80:80 nginx",
-    "(( i++ ))", "awk -F: '$3 > 1000 {print $1}' f", "awk 'NR > 1 {n++} END {print n}' f", "awk -f missing.awk f",
-    "awk '{print $1 >> \"log.txt\"}' f", "awk '{print $1}' f", "coproc cat",
+    "python3 missing.py", "make -C /w/sub", "npm install x", "atq", "echo 'print(1)' | python3",
+    "python3 <<< 'import os'", "at -l", "sqlite3 new.db 'CREATE TABLE t(x)'", "sqlite3 :memory:", "docker pull alpine",
+    "docker build -t me/app .", "docker run --rm -p 80:80 nginx",
+    "(( i++ ))", "awk -f missing.awk f", "awk '{print $1 >> \"log.txt\"}' f", "coproc cat",
 ])
 def test_harmless_but_not_read_only_asks_only_as_may_change(command: str) -> None:
-    """Once judged reversible by the rules that guessed which writes are safe; now not known to only read."""
+    """Once judged reversible by the rules that guessed which writes are safe; now not known to only read (plain
+    queries and printing awk programs are reading forms now: ``test_reads``)."""
     verdict = judge_command(command)
     assert verdict.categories == ["may change"], verdict.reason
     assert not judge_unobservable(command).irreversible

@@ -1,5 +1,7 @@
-"""What every Law-1 rule shares: a Danger, the judging context, options, how a command is shown (text only:
-the judge asks the world nothing, so a verdict is the same wherever it is asked)."""
+"""What every Law-1 rule shares: a Danger, the judging context, options, how a command is shown.
+
+The judge reads text only, except that a context given the workspace may ask whether a path exists there,
+since only that tells a new file (reversible) from one a person keeps."""
 
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ class Danger:
     command: str
     detail: str
     targets: list[str] = field(default_factory=list)
+    creates: bool = False
+    """Only creates new paths: reversible, so it asks nobody, yet it is no read (a check that creates acts)."""
 
     def reason(self) -> str:
         """``network: `git push` sends commits off this machine``."""
@@ -44,6 +48,11 @@ class Ctx:
     simple: Simple | None = None
     found_roots: list[str] = field(default_factory=list)
     seen: list[str] = field(default_factory=list)  # every program judged: the reason when nothing asks
+    workspace: str | None = None
+    """The real path commands start in; None when unknown (then no path is known to be new)."""
+    cwd_known: bool = True
+    """False once a ``cd`` (or ``-C DIR``) may have moved away: relative paths then land where the text does not say."""
+    made: list[tuple[str, str]] = field(default_factory=list)  # (path, kind) each creation, shared by the whole line
 
     def child(self, via: str, **changes) -> Ctx:
         """The context of a wrapped command (sudo, xargs, find -exec, sh -c …)."""
@@ -72,10 +81,21 @@ def describe_target(word: str, ctx: Ctx) -> str:
     return "paths read from stdin" if word == STDIN else show(word).replace(STDIN, "<stdin>")
 
 
-def danger(category: Category, words: list[str], detail: str, targets: list[str], ctx: Ctx) -> Danger:
+def danger(category: Category, words: list[str], detail: str, targets: list[str], ctx: Ctx,
+           creates: bool = False) -> Danger:
     """A Danger naming the command (and the wrapper it hides in) and its targets."""
     via = f"(via {ctx.via}) " if ctx.via else ""
-    return Danger(category, display(words), via + detail, [describe_target(t, ctx) for t in targets])
+    return Danger(category, display(words), via + detail, [describe_target(t, ctx) for t in targets], creates)
+
+
+def shown_stdin(ctx: Ctx) -> str | None:
+    """The text a stdin-reading program would get, when the command line shows it (here-input, ``echo … |``)."""
+    simple = ctx.simple
+    if simple is None or simple.here_input is not None:
+        return None if simple is None else simple.here_input
+    prev = simple.pipe_from
+    shown = prev is not None and prev.words[:1] in (["echo"], ["printf"])
+    return " ".join(w for w in prev.words[1:] if not w.startswith("-")) if shown else None
 
 
 @dataclass

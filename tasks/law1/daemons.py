@@ -32,6 +32,7 @@ def _verbs(words: list[str], valued: tuple[str, ...] = ()) -> list[str]:
 
 # ---------------------------------------------------------------- databases
 READS = re.compile(r"(select|show|describe|desc|explain|pragma\s+table_info|\.tables|\.schema|\.indexes|"
+                   r"\.dump|\.mode|\.headers?|\.databases|\.width|\.dbinfo|\.fullschema|"
                    r"\\d\w*|\\l|\\dt|\\conninfo)(?![\w.])", re.IGNORECASE)
 WRITES = re.compile(r"\b(into|insert|update|delete|drop|alter|create|truncate|grant|revoke|call|exec|execute|"
                     r"copy|merge|replace|upsert|attach|detach|vacuum|reindex|set|lock|analyze|load|import|"

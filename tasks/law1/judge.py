@@ -2,8 +2,9 @@
 
 Beside a copy-on-write overlay the change set decides (``changes``) and the text keeps only what no
 overlay observes: data sent off the machine, a daemon's changes (``judge_unobservable``).  Without
-one, every command not known to only read asks (``judge_command``, also ``artoo policy check``):
-guessing from the text which writes are safe never covered a script, ``make`` or an interpreter.
+one, every command asks (``judge_command``, also ``artoo policy check``) unless it only reads or only
+creates new paths: guessing which writes are safe never covered a script, ``make`` or an interpreter,
+so only reading forms (``forms``) and creations known to be new (``create``) pass.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ class PolicyVerdict(BaseModel):
     categories: list[Category] = Field(default_factory=list, description="The kinds of danger, as the reason has them.")
 
 
-def judge_command(command: str) -> PolicyVerdict:
-    """Where no overlay shows a command's effect: it asks unless it only reads, and for what leaves the machine."""
-    return _verdict(command, keep=None)
+def judge_command(command: str, workspace: str | Path | None = None) -> PolicyVerdict:
+    """Where no overlay shows a command's effect: it asks unless it only reads or only creates new paths, and for
+    what leaves the machine.  ``workspace`` (where the command starts) lets it see which files are new; without it
+    writing any file asks."""
+    return _verdict(command, keep=None, workspace=workspace)
 
 
 def judge_unobservable(command: str) -> PolicyVerdict:
@@ -57,14 +60,19 @@ def judge_write(path: Path, exists: Exists | None = None) -> PolicyVerdict:
                          categories=["may change"])
 
 
-def _verdict(command: str, keep: tuple[Category, ...] | None) -> PolicyVerdict:
+def _verdict(command: str, keep: tuple[Category, ...] | None, workspace: str | Path | None = None) -> PolicyVerdict:
     if not command.strip():
         return PolicyVerdict(irreversible=False, reason="empty command: nothing runs")
-    ctx = Ctx()
-    dangers = [d for d in judge_script(command, ctx) if keep is None or d.category in keep]
+    ctx = Ctx(workspace=os.path.realpath(workspace) if workspace is not None else None)
+    found = [d for d in judge_script(command, ctx) if keep is None or d.category in keep]
+    dangers = [d for d in found if not d.creates]
     if not dangers:
         names = ", ".join(dict.fromkeys(ctx.seen)) or "no command"
         what = "only reads" if keep is None else "sends nothing off the machine and asks no daemon for a change"
+        made = list(dict.fromkeys(t for d in found if d.creates for t in d.targets))
+        if made:
+            shown = ", ".join(made[:6]) + (", …" if len(made) > 6 else "")
+            what = f"creates only new paths ({shown}) and otherwise {what}"
         return PolicyVerdict(irreversible=False, reason=f"{what} ({names})")
     return PolicyVerdict(irreversible=True, reason="; ".join(dict.fromkeys(d.reason() for d in dangers)),
                          targets=list(dict.fromkeys(t for d in dangers for t in d.targets)),

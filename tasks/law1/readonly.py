@@ -3,8 +3,9 @@
 Guessing which writes are safe took hundreds of rules and still missed scripts, so the rule is the
 other way round: a command reads only when its program is known to only read and print (``PLAIN``),
 without an option that makes it write or run something (``WRITES_WITH``), and a line reads only when
-every command in it does and nothing is redirected into a file.  Known by its own code: not ``./ls``,
-nor a program configured (``git`` runs hooks) or programmed (``sed``, ``awk``) to write or run more.
+every command in it does and nothing is redirected into a file.  Known by its own code: not ``./ls``.
+Programs whose subcommand, options or program text decide (``git``, ``tar``, ``sed``, ``awk``, ``sqlite3``)
+are rows of ``forms``, which lists their reading and creating forms; every other form of them asks.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ WRITES_WITH: dict[str, tuple[str, tuple[str, ...]]] = {
 """Readers that write or run a program with some options: (short option letters, long options)."""
 LOADER = re.compile(r"(PATH|BASH_ENV|ENV|LD_[A-Z_]+)(\+?=.*)?", re.DOTALL)
 """A word that sets or names a variable deciding which program a later command runs or what it loads."""
+CONFIGURES = re.compile(r"(GIT_[A-Z_]+|HOME|XDG_[A-Z_]+|PAGER|MANPAGER|LESSOPEN|LESSCLOSE|AWKPATH|AWKLIBPATH|"
+                        r"WGETRC|CURL_HOME|TF_[A-Z_]+|PIP_[A-Z_]+|npm_config_\w+|NPM_CONFIG_\w+|TAR_OPTIONS|"
+                        r"RSYNC_[A-Z_]+|GZIP|BZIP2?|XZ_OPT|XZ_DEFAULTS|ZSTD_[A-Z_]+|SQLITE_[A-Z_]+|SYSTEMD_[A-Z_]+)"
+                        r"(\+?=.*)?", re.DOTALL)
+"""A variable that configures a program ``forms`` lets run unasked (``GIT_EXTERNAL_DIFF=x git diff`` runs x,
+``TAR_OPTIONS=--to-command=x`` too): setting it, or naming it to ``read``/``export``, is no read."""
+NAMERS = {"read", "export", "declare", "typeset", "local", "readonly", "getopts", "mapfile", "readarray"}
+"""Builtins whose bare operands are variable names they set or export."""
 HARMLESS_SINKS = {"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty", "-"}
 TRUSTED_DIRS = ("/bin/", "/usr/bin/")
 

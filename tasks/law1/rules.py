@@ -3,7 +3,8 @@
 Every simple command and substitution is judged; wrappers (sudo, env, timeout, xargs, ``sh -c``, eval,
 ``find -exec``, trap, inline code …) are unwrapped and what they run judged alike, so hiding a command
 never makes it safer.  Each gets what no overlay can observe (``network``, ``daemons``) and, unless it
-only reads (``readonly``), a ``may change`` danger.
+only reads (``readonly``, or a reading form in ``forms``) or only creates new paths (``create``), a
+``may change`` danger.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from artoo.tasks.law1 import daemons, network, readonly
-from artoo.tasks.law1.core import STDIN, Ctx, Danger, Rule, danger, parse_options
+from artoo.tasks.law1 import create, daemons, forms, network, readonly
+from artoo.tasks.law1.core import STDIN, Ctx, Danger, Rule, danger, parse_options, shown_stdin
 from artoo.tasks.shell.parse import PLACEHOLDER, ParseError, Simple, parse, strip_prefix
 
 MAX_DEPTH = 12
+MOVERS = {"cd", "pushd", "popd"}
+"""Builtins that move the shell elsewhere: relative paths after them land where the text does not say."""
 
 
 def judge_script(text: str, ctx: Ctx) -> list[Danger]:
@@ -28,9 +31,19 @@ def judge_script(text: str, ctx: Ctx) -> list[Danger]:
         script = parse(text, partial=True)
         dangers = [Danger("cannot parse", text[:60], f"is not valid shell ({exc}); what cannot be read cannot be "
                           "called safe")]
+    if any(_moves(simple) for simple in script.commands):
+        ctx = replace(ctx, cwd_known=False)
     for simple in script.commands:
         dangers += judge_simple(simple, ctx)
-    return dangers + [d for inner in script.substitutions for d in judge_script(inner, ctx.child("$( … )"))]
+    dangers += [d for inner in script.substitutions for d in judge_script(inner, ctx.child("$( … )"))]
+    return dangers + (create.clashes(ctx) if ctx.depth == 0 else [])
+
+
+def _moves(simple: Simple) -> bool:
+    words = strip_prefix(simple.words)
+    while words[:1] in (["builtin"], ["command"]):
+        words = words[1:]
+    return bool(words) and words[0] in MOVERS
 
 
 def judge_simple(simple: Simple, ctx: Ctx) -> list[Danger]:
@@ -38,8 +51,16 @@ def judge_simple(simple: Simple, ctx: Ctx) -> list[Danger]:
     words, here = strip_prefix(simple.words), replace(ctx, simple=simple)
     written = [r.target for r in simple.redirects if not readonly.harmless_sink(r.target)]
     shown = [*words, *(part for r in simple.redirects for part in (r.op, r.target))]
-    dangers = [danger("may change", shown, "writes into a file", written, here)] if written else []
-    if any(readonly.LOADER.fullmatch(w) for w in simple.words):  # ``BASH_ENV=x.sh bash -c ls``, ``read PATH``
+    why = {t: create.check(t, "file", here) for t in written}
+    refused = [t for t in written if why[t] is not None]
+    dangers = [create.made(shown, [(t, "file") for t in written if why[t] is None], here)] if len(refused) < len(
+        written) else []
+    if refused:
+        said = "" if here.workspace is None else f" ({'; '.join(f'{t} {why[t]}' for t in refused)})"
+        dangers.append(danger("may change", shown, "writes into a file" + said, refused, here))
+    named = bool(words) and words[0] in readonly.NAMERS
+    if any(readonly.LOADER.fullmatch(w) or (readonly.CONFIGURES.fullmatch(w) and ("=" in w or named))
+           for w in simple.words):  # ``BASH_ENV=x.sh bash -c ls``, ``read PATH``, ``GIT_DIR=x git log``
         dangers.append(danger("may change", simple.words, "sets what later commands run or load", [], here))
     return dangers + judge_argv(words, here)
 
@@ -61,6 +82,9 @@ def judge_argv(words: list[str], ctx: Ctx) -> list[Danger]:
         return found + rule(words, ctx)
     if readonly.reads_only(words):
         return found
+    formed = forms.judge(words, ctx)
+    if formed is not None:
+        return found + formed
     return found + [danger("may change", words, "is not a command known to only read",
                            [w for w in words[1:] if not w.startswith("-")][:3], ctx)]
 
@@ -93,12 +117,13 @@ def _wrapped(valued: str = "", long_valued: tuple[str, ...] = (), leading: int =
 
 
 def _env(words: list[str], ctx: Ctx) -> list[Danger]:
-    args, i = words[1:], 0
+    args, i, moved = words[1:], 0, False
     while i < len(args) and (args[i].startswith("-") or "=" in args[i]):
         if args[i] in ("-S", "--split-string") and i + 1 < len(args):
             return judge_script(" ".join(args[i + 1:]), ctx.child("env -S"))
+        moved = moved or args[i].startswith(("-C", "--chdir"))
         i += 2 if args[i] in ("-u", "--unset", "-C", "--chdir") else 1
-    return judge_argv(args[i:], ctx.child("env"))
+    return judge_argv(args[i:], ctx.child("env", cwd_known=ctx.cwd_known and not moved))
 
 
 XARGS_VALUED = {"-n", "-P", "-d", "-L", "-s", "-E", "-a", "--arg-file", "--delimiter", "--max-args",
@@ -143,7 +168,8 @@ def _command(words: list[str], ctx: Ctx) -> list[Danger]:
 
 
 def _find(words: list[str], ctx: Ctx) -> list[Danger]:
-    """find reads, unless it deletes or writes a list; what ``-exec`` runs is judged on the files it finds."""
+    """find reads, unless it deletes; a list it writes must be a new file; what ``-exec`` runs is judged on the
+    files it finds (``-execdir`` runs it in their folders)."""
     args, i = words[1:], 0
     while i < len(args) and (args[i] in ("-H", "-L", "-P", "-D") or args[i].startswith("-O")):
         i += 2 if args[i] == "-D" else 1
@@ -152,26 +178,24 @@ def _find(words: list[str], ctx: Ctx) -> list[Danger]:
         i += 1
     roots, dangers = args[start:i] or ["."], []
     while i < len(args):
-        if args[i] in ("-delete", "-fprint", "-fprint0", "-fprintf", "-fls"):
+        if args[i] == "-delete":
             dangers += _changes(f"deletes or writes files ({args[i]})")(words, ctx)
+        elif args[i] in ("-fprint", "-fprint0", "-fprintf", "-fls"):
+            target = args[i + 1] if i + 1 < len(args) else ""
+            new = create.check(target, "file", ctx) is None
+            dangers += [create.made(words, [(target, "file")], ctx)] if new else _changes(
+                f"deletes or writes files ({args[i]})")(words, ctx)
+            i += 2 if args[i] == "-fprintf" else 1
         elif args[i] in ("-exec", "-execdir", "-ok", "-okdir"):
             j = i + 1
             while j < len(args) and not (args[j] == ";" or (args[j] == "+" and args[j - 1] == "{}")):
                 j += 1
-            dangers += judge_argv(args[i + 1:j], ctx.child(f"find {args[i]}", found_roots=roots))
+            inner = ctx.child(f"find {args[i]}", found_roots=roots,
+                              cwd_known=ctx.cwd_known and args[i] in ("-exec", "-ok"))
+            dangers += judge_argv(args[i + 1:j], inner)
             i = j
         i += 1
     return dangers
-
-
-def _shown_stdin(ctx: Ctx) -> str | None:
-    """The script a stdin-reading shell or interpreter would run, when the text shows it."""
-    simple = ctx.simple
-    if simple is None or simple.here_input is not None:
-        return None if simple is None else simple.here_input
-    prev = simple.pipe_from
-    shown = prev is not None and prev.words[:1] in (["echo"], ["printf"])
-    return " ".join(w for w in prev.words[1:] if not w.startswith("-")) if shown else None
 
 
 def _shell(words: list[str], ctx: Ctx) -> list[Danger]:
@@ -185,7 +209,7 @@ def _shell(words: list[str], ctx: Ctx) -> list[Danger]:
         return judge_script(operands[0], ctx.child(f"{words[0]} -c")) if operands else []
     if operands and operands[0] not in ("-", "--", "-s"):
         return _changes(f"runs the script {operands[0]}, whose effect the command text does not show")(words, ctx)
-    script = _shown_stdin(ctx)
+    script = shown_stdin(ctx)
     if script is not None:
         return judge_script(script, ctx.child(f"{words[0]} (stdin)"))
     return _changes("runs commands read from stdin, which the command text does not show")(words, ctx)
@@ -203,7 +227,7 @@ def _interpreter(code_flags: tuple[str, ...]) -> Rule:
             if k + 1 < len(args) and (arg in code_flags or (arg[1:].isalpha() and f"-{arg[-1]}" in code_flags)):
                 code = args[k + 1]
                 break
-        code = code if code is not None or script else _shown_stdin(ctx)
+        code = code if code is not None or script else shown_stdin(ctx)
         if code is None:
             return _changes("runs code the command text does not show")(words, ctx)
         return network.code(code, words, ctx) + _changes("runs inline code, which may change anything")(words, ctx)

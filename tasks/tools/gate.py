@@ -62,7 +62,7 @@ class Law1Gate:
         """Before a shell command runs: True when the text judge asked (and the person approved)."""
         if by_effect and not network:
             return False
-        verdict = judge_unobservable(command) if by_effect else judge_command(command)
+        verdict = judge_unobservable(command) if by_effect else judge_command(command, self.workspace)
         if verdict.irreversible:
             await self.confirm(PendingAction(tool="shell", command=command, targets=verdict.targets,
                                              reason=verdict.reason))
