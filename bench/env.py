@@ -52,9 +52,10 @@ def homes(root: Path, name: str) -> dict[str, str]:
 
 
 def llm_env(base_url: str) -> dict[str, str]:
-    """Point both tiers at a scripted endpoint; one transport attempt, as the tests do."""
+    """Point both tiers at a scripted endpoint; one transport attempt, as the tests do.  The call budget is
+    lifted: a benchmark measures what orchestration adds to a scenario's calls, not where a budget cuts them."""
     return {"OPENAI_BASE_URL": base_url, "OPENAI_MODEL": "scripted", "OPENAI_API_KEY": "bench",
-            "ARTOO_LLM_MAX_RETRIES": "0"}
+            "ARTOO_LLM_MAX_RETRIES": "0", "ARTOO_GGS__MAX_CALLS": "100000"}
 
 
 def isolate(root: Path) -> dict[str, str]:

@@ -153,14 +153,17 @@ def test_accept_path():
     assert decision.state == final.directive == "accept"
     assert (final.output, final.replans, final.prev_directive) == ({"rows": 3}, 0, "init")
     assert final.next_steps == []
-    assert decision.loss.D == 0 and "3 rows." in final.summary
+    assert decision.loss.D == 0 and final.summary.startswith("Accepted after 0 replan(s)")
+    assert "3 rows." not in final.summary  # R4b's words about the result never reach the person as the summary
 
 
 def test_accept_still_abandons_when_omega_reaches_theta():
-    decision = ctrl().evaluate(summary([matched()]), 2 * SPEC.time_budget_ms)
+    decision = ctrl().evaluate(summary([matched()]), 0.999 * SPEC.time_budget_ms, spent=0.8 * SPEC.max_calls)
     assert decision.loss.Omega == pytest.approx(SPEC.theta)
-    assert (decision.state, decision.abandon_reason) == ("abandon", "omega")
-    assert "Omega=0.80 >= theta=0.8" in decision.final.summary
+    assert (decision.state, decision.abandon_reason) == ("abandon", "calls")
+    spent = ctrl().evaluate(summary([matched()]), SPEC.time_budget_ms)  # the time budget itself: a hard stop
+    assert spent.loss.Omega == 1.0 and (spent.state, spent.abandon_reason) == ("abandon", "omega")
+    assert "Omega=1.00 >= theta=0.8" in spent.final.summary
 
 
 @pytest.mark.parametrize(("n_fail", "expected"), [(1, "success"), (2, "break_symmetry")])

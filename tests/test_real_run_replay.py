@@ -112,7 +112,7 @@ T16 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-9.jsonl"
 
 
 @pytest.mark.usefixtures("prefect_api")
-def test_run_t16_replayed_r4b_passes_failed_by_code_and_the_run_abandons(scripted, artoo_env):
+def test_run_t16_replayed_r4b_passes_failed_by_code_and_the_run_abandons(scripted, artoo_env, monkeypatch):
     """Run t16, the first with R4b grounded by code, replayed whole: 4 rounds, 37 real exchanges.  In round 2
     R4b passed "totals.md contains the total number of lines …" when no totals.md existed (t14's false
     accept again); code failed it, and in rounds 3 and 4 it failed R4b's passes that quoted the executor's
@@ -120,6 +120,7 @@ def test_run_t16_replayed_r4b_passes_failed_by_code_and_the_run_abandons(scripte
     from artoo.config.settings import load_settings
     from artoo.tasks.decisions.log import load_run
 
+    monkeypatch.setenv("ARTOO_GGS__MAX_CALLS", "60")  # the recorded run made more calls than today's budget allows
     folder = three_files(artoo_env)
     server = scripted(scenario_from_transcript(T16).model_dump())
     ProfileStore(store_path(load_settings().home_dir)).remember(
@@ -196,7 +197,7 @@ T30 = Path(__file__).parent / "transcripts" / "llama-server-count-lines-12.jsonl
 
 
 @pytest.mark.usefixtures("prefect_api")
-def test_run_t30_replayed_a_literal_shell_substitution_is_not_accepted(scripted, artoo_env):
+def test_run_t30_replayed_a_literal_shell_substitution_is_not_accepted(scripted, artoo_env, monkeypatch):
     """Run t30 exited 0 in round 3 with totals.md holding ``Total lines: $(cat *.txt | wc -l)``: the model's
     ``write_file`` ran (the tool said it wrote the text literally), R4a passed quoting ``wc``'s output and
     R4b quoting the file.  Replayed, code fails R4a's pass (``grounding.unrun``) and the run is not accepted.
@@ -205,6 +206,7 @@ def test_run_t30_replayed_a_literal_shell_substitution_is_not_accepted(scripted,
     from artoo.config.settings import load_settings
     from artoo.tasks.decisions.log import load_run
 
+    monkeypatch.setenv("ARTOO_GGS__MAX_CALLS", "60")  # the recorded run made more calls than today's budget allows
     folder = three_files(artoo_env)
     server = scripted(scenario_from_transcript(T30).model_dump())
     ProfileStore(store_path(load_settings().home_dir)).remember(

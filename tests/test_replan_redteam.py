@@ -122,6 +122,7 @@ def test_success_claimed_without_evidence_twice_blocks_only_the_failing_steps_to
     matched with, so only glob is blocked.  Round 3 counts with shell → accept.
     """
     monkeypatch.setenv("ARTOO_GGS__MAX_RETRIES", "0")
+    monkeypatch.setenv("ARTOO_GGS__MAX_CALLS", "60")  # three rounds of two steps: the story is Ω's other terms
     ws = artoo_env / "workspace"
     ws.mkdir(parents=True)
     (ws / "data.csv").write_text("id,v\n1,a\n2,b\n3,c\n4,d\n")

@@ -107,7 +107,8 @@ def test_a_file_claimed_without_any_tool_call_is_not_accepted(scripted, artoo_en
     code, out, err = run_cli("run", "--json", "count the lines of every .txt file and write the totals to totals.md")
     final = final_from(out)
     assert (code, final["directive"]) == (1, "abandon"), err[-2000:]
-    assert [r["schema"] for r in server.requests].count("AgentVerdict") == 3  # each attempt judged, each failed
+    # attempts 1 and 2 judged and failed; attempt 2 repeated attempt 1 (no call, the same verdicts), so no third
+    assert [r["schema"] for r in server.requests].count("AgentVerdict") == 2
     retry = [r for r in server.requests if r["schema"] == "tools"][1]["body"]["messages"][-1]["content"]
     assert "no tool was called: a claim about totals.md is not evidence" in retry
     assert [r["schema"] for r in server.requests].count("TaskVerdict") == 0

@@ -139,14 +139,16 @@ class DecisionLog:
         self.write("verdict", role=role, answer=data, **where)
 
     def ggs(self, *, task_id: str, intent: str, round_no: int, elapsed_ms: float, params: Any,
-            message: Any, decision: Any, paused_ms: float = 0.0) -> None:
+            message: Any, decision: Any, paused_ms: float = 0.0, spent: float = 0.0) -> None:
         """One GGS evaluation: exactly the controller's inputs (for replay) and what it decided.
 
-        ``paused_ms`` is the part of ``elapsed_ms`` spent waiting for a Law-1 answer (not in Ω).
+        ``paused_ms`` is the part of ``elapsed_ms`` spent waiting for a Law-1 answer (not in Ω); ``spent`` the
+        task's weighed LLM calls so far (Ω's calls term).
         """
         directive = decision.directive.model_dump(mode="json") if decision.directive is not None else None
         final = decision.final.model_dump(mode="json") if decision.final is not None else None
         self.write("ggs", task_id=task_id, intent=intent, round=round_no, elapsed_ms=elapsed_ms, paused_ms=paused_ms,
+                   spent=spent,
                    params=params.model_dump(mode="json"), message=message.model_dump(mode="json"),
                    state=decision.state, loss=decision.loss.model_dump(mode="json"), grad_l=decision.grad_l,
                    urgency=decision.urgency, abandon_reason=decision.abandon_reason, log_line=decision.log_line,

@@ -40,13 +40,14 @@ from artoo.tasks.ggs.maths import (
     LOGICAL_STATES,
     QUANTIZATION,
     agent_elapsed_ms,
+    call_cost,
     distance,
     failing_criteria,
     failure_class_of,
     implausibility,
     loss,
     macro_state,
-    resource_cost,
+    omega_of,
     urgency,
 )
 
@@ -65,7 +66,8 @@ class GGSDecision:
     log_line: str
     trajectory: list[dict]
     abandon_reason: str | None = None
-    """Why an abandon happened: ``omega`` (Ω ≥ θ), ``law2`` (kill switch) or ``budget`` (replans spent)."""
+    """Why an abandon happened: ``omega`` (Ω ≥ θ), ``calls`` (Ω ≥ θ from the LLM calls spent), ``law2`` (kill
+    switch) or ``budget`` (replans spent)."""
 
 
 @dataclass
@@ -82,6 +84,10 @@ class _Reading:
     grad: float
     urgency: str
     paused_ms: float = 0.0
+    spent: float = 0.0
+    """The task's LLM calls so far, weighed (the client's ``spent``)."""
+    calls: float = 0.0
+    """The calls term of Ω (``maths.call_cost``)."""
 
 
 def _verdicts(reading: _Reading) -> list[CriterionVerdict]:
@@ -137,13 +143,14 @@ class GGSController:
         return self._final is not None
 
     def evaluate(self, message: OutcomeSummary | ReplanRequest, elapsed_ms: float,
-                 paused_ms: float = 0.0) -> GGSDecision:
+                 paused_ms: float = 0.0, spent: float = 0.0) -> GGSDecision:
         """Compute the round's loss, pick the macro-state and build the directive or final result.
 
         ``elapsed_ms`` is wall time since the task began; ``paused_ms`` of it was spent waiting
         for a person's Law-1 answer, which is not the agent's time and so never counts in Ω.
+        ``spent``: the task's LLM calls so far, weighed; Ω is at least spent/max_calls (``maths.call_cost``).
         """
-        reading = self._read(message, elapsed_ms, paused_ms)
+        reading = self._read(message, elapsed_ms, paused_ms, spent)
         p = self.params
         self._worsening = self._worsening + 1 if reading.grad > p.epsilon else 0
         state, reason = self._decide(reading, accepted=isinstance(message, OutcomeSummary))
@@ -177,7 +184,8 @@ class GGSController:
             trajectory=[dict(row) for row in self._trajectory], abandon_reason=reason,
         )
 
-    def _read(self, message: OutcomeSummary | ReplanRequest, elapsed_ms: float, paused_ms: float) -> _Reading:
+    def _read(self, message: OutcomeSummary | ReplanRequest, elapsed_ms: float, paused_ms: float,
+              spent: float = 0.0) -> _Reading:
         if self._final is not None:
             raise RuntimeError(f"task {self.task_id!r} already finished with {self._final.directive!r}")
         if not isinstance(message, OutcomeSummary | ReplanRequest):
@@ -189,17 +197,19 @@ class GGSController:
         r = self._round + 1
         d, p_ = distance(outcomes, verdicts), implausibility(outcomes, verdicts)
         paused = float(paused_ms)
-        omega = resource_cost(r - 1, agent_elapsed_ms(elapsed_ms, paused_ms), self.params)
+        calls = call_cost(spent, self.params)
+        omega = omega_of(r - 1, agent_elapsed_ms(elapsed_ms, paused_ms), spent, self.params)
         value = loss(d, p_, omega, self.params)
         grad = 0.0 if self._l_prev is None else value - self._l_prev
-        return _Reading(r, outcomes, verdicts, d, p_, omega, value, grad, urgency(grad, self.params), paused)
+        return _Reading(r, outcomes, verdicts, d, p_, omega, value, grad, urgency(grad, self.params), paused,
+                        float(spent), calls)
 
     def _decide(self, reading: _Reading, *, accepted: bool) -> tuple[str, str | None]:
         """The cascade, then the overrides: accept, Law-2 kill switch, replan budget."""
         p = self.params
         state = macro_state(reading.D, reading.P, reading.omega, reading.grad, p, verified_gap=_verified_gap(reading))
         if state == "abandon":
-            return state, "omega"
+            return state, "calls" if reading.calls >= p.theta else "omega"
         if state == "success":
             return ("accept" if accepted and reading.D == 0 else "success"), None
         if self._worsening >= p.law2_threshold:
@@ -281,6 +291,8 @@ class GGSController:
         else:
             text = (f"Abandoned after {replans} replan(s) because {self._why(reason, reading)}. "
                     f"Achieved: {progress}, D={reading.D:.2f}{still}.")
+        if state in ("accept", "success"):  # what the folder holds is told by code (the flow), never by R4b's words
+            return text
         extra = message.summary if isinstance(message, OutcomeSummary) else message.gap_summary
         return f"{text} {extra.strip()}".strip()
 
@@ -291,6 +303,9 @@ class GGSController:
                     f"for {self._worsening} consecutive rounds")
         if reason == "budget":
             return f"the replan budget is spent ({reading.round - 1} of {p.max_replans} replans used)"
+        if reason == "calls":
+            return (f"the LLM calls ran out ({calls_spent(reading.spent, p.max_calls)}, "
+                    f"Omega={reading.omega:.2f} >= theta={p.theta})")
         return f"the resource budget is exhausted (Omega={reading.omega:.2f} >= theta={p.theta})"
 
     def _next_steps(self, reason: str | None, unmet: list[str]) -> list[str]:
@@ -306,6 +321,7 @@ class GGSController:
         steps.append({
             "law2": "Restate the request more narrowly: each replan moved further from the goal.",
             "budget": "Narrow the request, or raise ggs.max_replans if more rounds are worth it.",
+            "calls": "Narrow the request, or raise ggs.max_calls if more LLM calls are worth it.",
         }.get(reason or "", "Allow more time (ggs.time_budget_ms) or split the task into smaller requests."))
         return steps
 
@@ -336,13 +352,19 @@ class GGSController:
     def _log_line(self, state: str, reading: _Reading, tools: list[str]) -> str:
         return (f"ggs task={self.task_id} round={reading.round} D={reading.D:.3f} P={reading.P:.3f} "
                 f"Ω={reading.omega:.3f} L={reading.L:.3f} ∇L={reading.grad:+.3f} directive={state} "
-                f"urgency={reading.urgency} outcomes=[{_counts(reading.outcomes)}] "
+                f"urgency={reading.urgency} calls={reading.spent:g}/{self.params.max_calls} "
+                f"outcomes=[{_counts(reading.outcomes)}] "
                 f"law1_wait={reading.paused_ms / 1000:.1f}s (not in Ω) blocked_tools=[{', '.join(tools)}] "
                 f"blocked_targets=[{', '.join(b.label() for b in self._targets)}]")
 
 
 TRIED_KEPT = 6
 """The latest tool calls an intent Megram quotes as what was tried."""
+
+
+def calls_spent(spent: float, max_calls: int) -> str:
+    """``call budget spent: 24 of 30 calls``: the words the summary, the run's log and the decision log share."""
+    return f"call budget spent: {spent:g} of {max_calls} calls"
 
 
 def _calls_tried(reading: _Reading) -> list[str]:

@@ -73,6 +73,26 @@ def resource_cost(replan_count: int, elapsed_ms: float, params: GGSParams | None
     return min(1.0, max(0.0, omega))
 
 
+def call_cost(spent: float, params: GGSParams | None = None) -> float:
+    """The calls term of Ω (a deviation from the spec's two terms): spent/max_calls, and 1 once less than one
+    role call is left, so a round a spent budget cut short ends the task whatever θ is (θ ≤ 1)."""
+    p = _params(params)
+    used = _finite("spent", spent, low=0.0)
+    if p.max_calls < 1:
+        raise ValueError(f"max_calls must be >= 1, got {p.max_calls}")
+    if used > p.max_calls - 1:
+        return 1.0
+    return used / p.max_calls
+
+
+def omega_of(replan_count: int, elapsed_ms: float, spent: float = 0.0, params: GGSParams | None = None) -> float:
+    """Ω = max(w₁·replans/maxReplans + w₂·elapsed/time_budget, the calls term): whichever budget is nearer spent;
+    1 once the time budget itself is spent (the LLM client sends nothing after it, so no round could go on)."""
+    if _finite("elapsed_ms", elapsed_ms, low=0.0) >= _params(params).time_budget_ms:
+        return 1.0
+    return max(resource_cost(replan_count, elapsed_ms, params), call_cost(spent, params))
+
+
 def agent_elapsed_ms(elapsed_ms: float, paused_ms: float = 0.0) -> float:
     """The agent's time: wall time minus the time paused for a person's Law-1 answer (never below 0)."""
     elapsed = _finite("elapsed_ms", elapsed_ms, low=0.0)

@@ -114,7 +114,8 @@ def replay(steps: list[dict[str, Any]], changes: dict[str, Any] | None = None) -
                                   f"not run: the replay stopped at round {stopped_at}"))
             continue
         decision = controller.evaluate(_message(step["message"]), float(step["elapsed_ms"]),
-                                       float(step.get("paused_ms", 0.0)))  # older logs: no Law-1 waits
+                                       float(step.get("paused_ms", 0.0)),  # older logs: no Law-1 waits
+                                       float(step.get("spent", 0.0)))  # nor the calls spent
         if decision.final is not None:
             stopped_at = step["round"]
         rows.append(ReplayRow(step["round"], recorded, decision.state, recorded_l, decision.loss.L, decision.loss.D,

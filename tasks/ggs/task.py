@@ -21,7 +21,7 @@ from prefect.logging import get_run_logger
 
 from artoo.config.contracts import OutcomeSummary, ReplanRequest
 from artoo.memory.feedback import contradicted
-from artoo.tasks.ggs.controller import GGSController, GGSDecision
+from artoo.tasks.ggs.controller import GGSController, GGSDecision, calls_spent
 from artoo.tasks.ggs.picture import trajectory_markdown
 from artoo.tasks.roles.runtime import Runtime, get_runtime
 
@@ -34,17 +34,20 @@ def artifact_key(prefix: str, task_id: str) -> str:
 
 @task(name="R7 · GGS", task_run_name="R7 · GGS round {round_no}", cache_policy=NO_CACHE, persist_result=False)
 async def ggs_task(runtime_id: str, controller: GGSController, message: OutcomeSummary | ReplanRequest,
-                   elapsed_ms: float, round_no: int, paused_ms: float = 0.0) -> GGSDecision:
-    """Evaluate one round and publish the outcome (``paused_ms``: Law-1 waits, kept out of Ω)."""
+                   elapsed_ms: float, round_no: int, paused_ms: float = 0.0, spent: float = 0.0) -> GGSDecision:
+    """Evaluate one round and publish the outcome (``paused_ms``: Law-1 waits, kept out of Ω; ``spent``: the task's
+    weighed LLM calls so far, which Ω counts against ``ggs.max_calls``)."""
     run = get_runtime(runtime_id)
     deps = run.deps
     logger = get_run_logger()
     params = controller.params  # recorded as the controller saw them: replay feeds the same inputs
-    decision = controller.evaluate(message, elapsed_ms, paused_ms)
+    decision = controller.evaluate(message, elapsed_ms, paused_ms, spent)
     logger.info(decision.log_line)
+    if decision.abandon_reason == "calls":  # the run's log says in so many words why it ends here
+        logger.warning("%s: the task ends here", calls_spent(spent, params.max_calls))
     deps.decisions.ggs(task_id=controller.task_id, intent=controller.intent, round_no=round_no,
                        elapsed_ms=elapsed_ms, params=params, message=message, decision=decision,
-                       paused_ms=paused_ms)
+                       paused_ms=paused_ms, spent=spent)
     table = [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()} for row in decision.trajectory]
     picture = trajectory_markdown(controller.task_id, decision.trajectory)
     deps.writes.submit(lambda: asyncio.gather(  # off the critical path: the next round does not wait for them

@@ -22,7 +22,7 @@ __all__ = ["LLM", "ROLE_TIER", "TOOLS_SCHEMA", "CallRecord", "Endpoint", "Repair
 Tier = Literal["brain", "tool"]
 
 ROLE_TIER: dict[str, Tier] = {
-    "R1": "brain", "R2": "brain", "R4b": "brain", "dreamer": "brain", "R3": "tool", "R4a": "tool",
+    "R1": "brain", "R2": "brain", "R4b": "brain", "dreamer": "brain", "R3": "tool", "R4a": "tool", "vote": "tool",
 }
 """Which model tier serves each role."""
 
@@ -128,6 +128,8 @@ class LLM(Protocol):
     """What every role needs from a model."""
 
     records: list[CallRecord]
+    spent: float
+    """The task's LLM calls so far, each weighed by its cost: the GGS counts them in Ω against ggs.max_calls."""
 
     async def structured(self, role: str, schema: str, messages: list[dict]) -> Answer:
         """An instance of SCHEMAS[schema], validated."""

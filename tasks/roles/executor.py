@@ -5,7 +5,8 @@ entry is the toolbox's own ``name: input → firstN(output, 200)`` line, never t
 model wrote, so R4a judges against what really happened (Law 0).  Tool output returns to
 the model fenced as untrusted data.  Code also bounds the attempt: at most
 ``max_tool_calls`` calls; the same call asked right after itself is not run (the model is told why),
-and asked once more it ends the attempt, as does a turn asking for the
+and asked once more it ends the attempt; a shell command the step already ran (in this attempt or an earlier
+one) is not run again, and asked again after that it ends the attempt; so does a turn asking for the
 same several calls as the turn before (Qwen2.5-Coder-1.5B repeated ``glob`` then
 ``cat *.txt | wc -l >> totals.md`` four turns running, appending to the file each time) — all end as
 ``uncertain`` with the reason, never as a claimed success.  The executor never retries on
@@ -275,6 +276,11 @@ TRIED = ("this exact call was made in an earlier attempt of this step, and that 
 """Why a call an earlier attempt made is not run again (a small model re-sent its failed command every attempt,
 whatever the correction said)."""
 
+RAN = ("this exact command already ran in this attempt and its output is above; it was not run again. Use that "
+       "output: make the next call the subtask needs, or give the final answer.")
+"""Why a command this attempt already ran is not run again: a model alternating two commands (A, B, A, …) would
+otherwise spend the attempt's calls, and the task's, repeating itself."""
+
 
 def _primary(arguments: dict) -> str:
     """A call's main argument (the command, the path, the pattern), for telling one call from another."""
@@ -286,7 +292,8 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
                   tried: frozenset[tuple[str, str]] = frozenset()) -> ExecutionResult:
     """One attempt at a subtask; LLM EnvironmentalFailure propagates to the fast loop.  ``settled``: when checks
     alone decide the step, a probe that is true once they all pass; the attempt then ends after that call.
-    ``tried``: (tool, command) of the shell calls earlier attempts of the step made: not run again."""
+    ``tried``: (tool, command) of the shell calls earlier attempts of the step made: not run again, nor is a shell
+    command this attempt ran already; one refused and asked again ends the attempt."""
     if max_tool_calls < 1:
         raise ValueError(f"max_tool_calls must be at least 1, got {max_tool_calls}")
     messages = messages_for(subtask, correction, str(getattr(toolbox, "workspace", "") or ""), acts_by(llm))
@@ -295,7 +302,8 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
     previous: str | None = None
     previous_turn: list[str] = []
     reminded = False
-    tried_last: str | None = None
+    ran: set[tuple[str, str]] = set()  # the shell commands this attempt ran (``tried``: the earlier attempts')
+    refused: set[tuple[str, str]] = set()  # those refused once in this attempt: asked again, the attempt ends
     listing: tuple[str, list[str]] = ("", [])
     held_out: str | None = None
     while True:
@@ -332,17 +340,21 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
             if call.name == "write_file" and blind_after:
                 messages.append(_not_run(call.id, call.name, _blind_write(blind_after, call.arguments.get("path"))))
                 continue
-            if call.name == "shell" and (call.name, _primary(call.arguments)) in tried:
-                if signature == tried_last:
-                    return _stopped(subtask, f"a call an earlier attempt made was asked again after it was refused: "
-                                    f"{call.name} {_primary(call.arguments)[:200]}", evidence, note, calls)
-                tried_last = signature
-                messages.append(_not_run(call.id, call.name, TRIED))
+            command = (call.name, _primary(call.arguments))
+            if call.name == "shell" and (command in tried or command in ran):
+                earlier = "an earlier attempt made" if command in tried else "this attempt ran"
+                if command in refused:
+                    return _stopped(subtask, f"a call {earlier} was asked again after it was refused: "
+                                    f"{call.name} {command[1][:200]}", evidence, note, calls)
+                refused.add(command)
+                messages.append(_not_run(call.id, call.name, TRIED if command in tried else RAN))
                 continue
             if len(evidence) >= max_tool_calls:
                 return _stopped(subtask, f"the tool-call limit of {max_tool_calls} was reached",
                                 evidence, note, calls)
             previous = signature
+            if call.name == "shell":
+                ran.add(command)
             result = await toolbox.call(call.name, call.arguments)
             evidence.append(result.evidence)
             calls.append(_record(call.name, result))

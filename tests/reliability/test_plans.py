@@ -40,7 +40,8 @@ ONE_ROUND = {"ARTOO_GGS__MAX_REPLANS": "0"}
 
 CASES = [
     Case("zero_subtasks", script("zero_subtasks", [plan([], [DONE])] * 2), env=ONE_ROUND),
-    Case("two_hundred_subtasks", script("two_hundred_subtasks", [MANY, MANY])),
+    Case("two_hundred_subtasks", script("two_hundred_subtasks", [MANY, MANY]),
+         env={"ARTOO_GGS__MAX_CALLS": "100"}),  # twenty steps, each an executor turn and a validator call
     Case("gapped_sequences", script("gapped_sequences", [GAPPED], tools=[
         done(f"output of {name}", match=f"Subtask intent: {name}\n")
         for name in ("step two", "step five a", "step five b", "step nine")])),

@@ -20,11 +20,16 @@ certificate store is the one the early lane uses (``http.verify_for``), whose ra
 ``ChatCompletion``, an ``APIStatusError`` of the status' class, an ``APITimeoutError``, an
 ``APIConnectionError`` caused by the transport's own error.  So a task's error handling, retries and
 records are the same whether its answer came early or not.
+
+The call budget: the client counts its task's requests, weighed (``spent``, ``weight``: a short vote weighs
+``ggs.vote_weight``), and refuses one that would take the task over ``ggs.max_calls`` before it is sent
+(``CallBudgetSpent``), early requests included, so the GGS's Ω sees every call and no loop can call on forever.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -37,7 +42,14 @@ import httpx
 import openai
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-from artoo.config.errors import ArtooError, ConfigurationError, EnvironmentalFailure, RunFailure
+from artoo.config.errors import (
+    ArtooError,
+    CallBudgetSpent,
+    ConfigurationError,
+    EnvironmentalFailure,
+    RunFailure,
+    TimeBudgetSpent,
+)
 from artoo.config.protocol import Answer, ExecutionAnswer
 from artoo.config.settings import Settings
 from artoo.tasks.llm.base import (
@@ -72,6 +84,9 @@ __all__ = ["OpenAICompatLLM", "backoff", "classify", "is_retryable", "read_reply
 
 log = logging.getLogger("artoo.llm")
 
+_SLACK = 1e-9
+"""Rounding room when weights like 0.1 add up to the budget exactly."""
+
 
 class OpenAICompatLLM(RequestBuilder):
     """The LLM protocol over OpenAI-compatible HTTP endpoints (brain and tool tiers)."""
@@ -88,6 +103,60 @@ class OpenAICompatLLM(RequestBuilder):
         """Called with every request and its answer (the decision log); its failures are ignored."""
         self._unjudged: dict[int, tuple[Endpoint, dict, Any]] = {}
         """Answered exchanges whose answer is being parsed, by id(record): observed once judged."""
+        self._spent = 0.0
+        self._budget_lock = threading.Lock()  # tasks of one run ask from several threads and loops at once
+        self.deadline: Callable[[], float] | None = None
+        """When the task's time is spent (``time.monotonic()`` seconds, Law-1 waits added); None: no deadline."""
+
+    @property
+    def spent(self) -> float:
+        """The weighed LLM calls this client's task made (``weight``): what the GGS counts against ggs.max_calls.
+
+        A request counts once: taken from the budget as it is sent (an early answer as a role's call takes it; one
+        no call took costs nothing here), given back when it got no answer (a timeout, no connection, an error
+        status, a refused request field), so failed attempts and their retries are not counted: llm_max_retries and
+        llm.reconnect_s bound those, and Ω's time term weighs them."""
+        with self._budget_lock:
+            return self._spent
+
+    def weight(self, role: str) -> float:
+        """What one request of ``role`` costs the call budget: a short vote its share, a Dreamer call nothing (it
+        belongs to no task), any other role call 1."""
+        if role == "dreamer":
+            return 0.0
+        return self.settings.ggs.vote_weight if role == "vote" else 1.0
+
+    def affords(self, role: str) -> bool:
+        """Whether the call budget (and the time budget) can pay for one more request of ``role`` now."""
+        if self.weight(role) and self.deadline is not None and time.monotonic() >= self.deadline():
+            return False
+        with self._budget_lock:
+            return self._spent + self.weight(role) <= self.settings.ggs.max_calls + _SLACK
+
+    def send_ahead(self, role: str, schema: str, messages: list[dict],
+                   tools: list[dict] | None = None) -> concurrent.futures.Future | None:
+        """``RequestBuilder.send_ahead``, except when the budget could not pay for the role's own call: a request
+        that call would refuse (CallBudgetSpent) is not sent early either."""
+        if not self.affords(role):
+            return None
+        return super().send_ahead(role, schema, messages, tools)
+
+    def _charge(self, role: str) -> float:
+        """Take one request's weight from the budget before it is sent, or refuse it: CallBudgetSpent when it would
+        take ``spent`` over ggs.max_calls (taken at once, so parallel subtasks cannot overdraw it together)."""
+        weight, limit = self.weight(role), self.settings.ggs.max_calls
+        if weight and self.deadline is not None and time.monotonic() >= self.deadline():
+            raise TimeBudgetSpent(self.settings.ggs.time_budget_ms / 1000, role)
+        with self._budget_lock:
+            if self._spent + weight > limit + _SLACK:
+                raise CallBudgetSpent(limit, self._spent, role)
+            self._spent += weight
+        return weight
+
+    def _give_back(self, weight: float) -> None:
+        """Return the weight of a request that got no answer (``spent`` says why)."""
+        with self._budget_lock:
+            self._spent = max(0.0, self._spent - weight)
 
     def _client(self, ep: Endpoint) -> AsyncOpenAI:
         """This loop's client for a tier; clients of closed loops are dropped (their pools are dead)."""
@@ -126,12 +195,14 @@ class OpenAICompatLLM(RequestBuilder):
                     conversation = repair_messages(messages, schema, message.content, str(exc))
         raise AssertionError("unreachable")
 
-    async def command(self, role: str, messages: list[dict]) -> str | None:
+    async def command(self, role: str, messages: list[dict], temperature: float | None = None) -> str | None:
         """One free answer holding a shell command: the first fenced block of a shell tag (a lone command line
         when there is no block), or None.  No schema and no grammar: a small model writes a command right far
-        more often in a free answer than inside a JSON string a grammar holds it to."""
+        more often in a free answer than inside a JSON string a grammar holds it to.  ``temperature``: this
+        request's own sampling (votes must differ where the model is unsure), else the configured one."""
         ep = self.endpoint(tier_of(role))
-        response, record = await self._request(role, "Command", ep, judged_later=True, messages=messages)
+        sampled = {"temperature": temperature} if temperature is not None else {}
+        response, record = await self._request(role, "Command", ep, judged_later=True, messages=messages, **sampled)
         message = first_message(response)
         with self._judging(record):
             found = bash_block(message.content) or lone_command(message.content)
@@ -254,6 +325,12 @@ class OpenAICompatLLM(RequestBuilder):
             refused = CallRecord(role, ep.model, schema, 0, 0, 0.0, ok=False, error=str(exc), budget=exc.budget)
             self._observe(refused, ep, kwargs, None)  # in the decision log; not a request, so not in records
             raise
+        try:
+            weight = self._charge(role)
+        except CallBudgetSpent as exc:
+            refused = CallRecord(role, ep.model, schema, 0, 0, 0.0, ok=False, error=str(exc), budget=budget)
+            self._observe(refused, ep, kwargs, None)  # in the decision log; never sent, so not in records
+            raise
         early = EARLY.take(request_key(ep.base_url, ep.model, kwargs)) if EARLY.pending() else None
         reconnect_until = time.monotonic() + self.settings.llm.reconnect_s
         attempt = -1
@@ -282,6 +359,7 @@ class OpenAICompatLLM(RequestBuilder):
                 if is_retryable(error) and self._may_reconnect(ep, exc, attempt, reconnect_until):
                     await asyncio.sleep(min(0.5 * 2 ** min(attempt, 4), 5.0))
                     continue
+                self._give_back(weight)
                 raise error from exc
             self._reached.add(ep.base_url)
             self.negotiator.saw_timings(ep, getattr(response, "timings", None))
