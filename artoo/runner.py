@@ -239,7 +239,7 @@ def run_request(request: str, settings: Settings, workspace: Path | None, as_jso
 def report(final: FinalResult, document: dict, console: Console | None = None) -> None:
     """The human summary: directive, summary, next steps and the per-role cost report."""
     console = console or Console(highlight=False)
-    colour = "green" if final.directive in ("accept", "success") else "red"
+    colour = {"accept": "green", "success": "green", "unsure": "yellow"}.get(final.directive, "red")
     console.print(f"\n[bold {colour}]{final.directive}[/] after {final.replans} replan(s): {final.summary}")
     for step in final.next_steps:
         console.print(f"  next: {step}")

@@ -711,7 +711,7 @@ DEFAULT_THREADS = 2
 SMALL_MODEL_SETTINGS = (
     ("ARTOO_LLM__TEMPERATURE", "0.2"),  # llama.cpp samples at 0.8 by default: a 1.5B model's JSON goes erratic
     ("ARTOO_LLM__MAX_TOKENS", "1024"),  # a small model that loops otherwise writes until its window is full
-    ("ARTOO_GGS__TIME_BUDGET_MS", "1800000"),  # 30 min: the spec's 300 s abandons a run of 10–60 s calls
+    ("ARTOO_GGS__TIME_BUDGET_MS", "210000"),  # 3.5 min, a hard stop: a task ends within 4 min or says why
 )
 
 

@@ -12,7 +12,7 @@ import sys
 import urllib.request
 
 from artoo.tasks.llm.output.modes import BASH_NOTE, tools_note
-from artoo.tasks.roles import agent_validator, executor, meta_validator, perceiver, planner
+from artoo.tasks.roles import agent_validator, executor, meta_validator, perceiver, planner, voter
 from artoo.tasks.roles.prompting import LAWS, RunContext, shared_text
 from artoo.tasks.tools.specs import specs_for
 
@@ -22,7 +22,7 @@ TEXTS: dict[str, str] = {
     "the laws (every call)": LAWS,
     "R1 role": perceiver.ROLE,
     "R2 role (plan, with its worked example)": planner.ROLE,
-    "R2 role (reference run)": planner.REFERENCE_ROLE,
+    "a vote (its head; the request and the glance follow)": voter.VOTE_HEAD,
     "R3 role, tool calls": executor.ROLE,
     "R3 role, bash blocks": executor.BASH_ROLE,
     "R3 tool definitions (native tools)": json.dumps(specs_for(set())),

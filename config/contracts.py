@@ -19,7 +19,11 @@ FailureClass = Literal["logical", "environmental"]
 CriterionMode = Literal["verifiable", "plausible"]
 MacroState = Literal["abandon", "success", "break_symmetry", "change_approach", "change_path", "refine"]
 ActionDirective = Literal["refine", "change_path", "change_approach", "break_symmetry"]
-FinalDirective = Literal["accept", "success", "abandon"]
+FinalDirective = Literal["accept", "success", "abandon", "unsure"]
+"""unsure (artoo's extension): the independent runs of the request split and none reached the quorum; nothing was
+applied, and the alternatives are in the output."""
+EXIT_CODES: dict[str, int] = {"accept": 0, "success": 0, "abandon": 1, "unsure": 3}
+"""How a run that ended with each directive exits (2 is a usage or configuration error)."""
 Urgency = Literal["low", "normal", "high"]
 MemoryAction = Literal["Ignore", "Exploit", "Avoid", "Caution"]
 Level = Literal["M", "K", "C", "T"]
@@ -410,7 +414,7 @@ class FinalResult(Contract):
     prev_directive: str = "init"
     """The directive before the final one."""
     directive: FinalDirective
-    """accept, success or abandon."""
+    """accept, success, abandon or unsure."""
     next_steps: list[str] = Field(default_factory=list)
     """On abandon: what to try next (R2's graceful failure)."""
 

@@ -48,6 +48,12 @@ class GGSParams(BaseModel):
     max_replans: int = Field(3, description="maxReplans, replan rounds allowed per task.")
     max_retries: int = Field(2, description="maxRetries, fast-loop retries per subtask.")
     law2_threshold: int = Field(2, description="Consecutive worsening rounds that trigger the Law-2 kill switch.")
+    max_calls: int = Field(
+        30, ge=1, description="LLM calls one task may make, each weighed by its cost: Ω counts spent/max_calls, "
+        "and a request that would take the task over it is not sent (CallBudgetSpent).")
+    vote_weight: float = Field(
+        0.25, ge=0.0, le=1.0, description="What one short vote request (role 'vote') weighs against the call "
+        "budget, as a share of a role call.")
 
 
 class MemoryParams(BaseModel):
@@ -109,9 +115,18 @@ class CheckParams(BaseModel):
     snapshot_max_mb: int = Field(64, ge=0, description="Largest folder (MB) copied before the task for reference "
                                  "runs; a larger folder has no reference runs (their criteria are judged).")
     snapshot_max_files: int = Field(5000, ge=0, description="Most entries copied before the task for reference runs.")
-    reference_call: bool = Field(True, description="Ask R2 once per task, in a free answer, for one command that "
-                                 "does the whole request: the reference run every result is compared with (one "
-                                 "short call; off: only the plan's own checks decide).")
+    reference_call: bool = Field(True, description="Draw votes: short requests, each for one command that does the "
+                                 "whole request, run on copies of the folder and grouped with the executor's work by "
+                                 "what they change (off: only the plan's own checks decide).")
+    votes_initial: int = Field(3, ge=1, description="Votes drawn before a task's work is first decided.")
+    votes_max: int = Field(6, ge=1, description="Most votes drawn for one task; when none reaches the quorum by "
+                           "then, the task ends unsure.")
+    votes_batch: int = Field(2, ge=1, description="Votes drawn at a time when the ones so far do not decide.")
+    quorum: int = Field(3, ge=1, description="Agreeing votes (the executor's work counts as one) that decide.")
+    quorum_margin: int = Field(2, ge=1, description="By how many votes the deciding group must outnumber the next.")
+    vote_temperature: float = Field(0.8, ge=0, description="Sampling temperature of every vote after the first, so "
+                                    "votes differ where the model is unsure.")
+    first_vote_temperature: float = Field(0.2, ge=0, description="Sampling temperature of a task's first vote.")
 
 
 class AblationParams(BaseModel):

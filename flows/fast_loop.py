@@ -4,7 +4,8 @@ R3 executes, R4a scores the evidence; a gap sends a CorrectionSignal back to R3 
 the attempt repeats, up to maxRetries.  An executor that says ``failed`` is scored once
 by R4a (to classify the failure) and never retried; an infrastructure error or a Law-1
 denial ends the loop at once without an LLM call (retrying would only ask the same
-question again).  Only the final SubTaskOutcome leaves this subflow.
+question again).  An attempt that made an earlier attempt's calls and was judged the same ends it too: a
+retry would only repeat it, spending the task's calls.  Only the final SubTaskOutcome leaves this subflow.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
     trajectory: list[GapPoint] = []
     correction = None
     tried: set[tuple[str, str]] = set()  # what an attempt that fell short ran: not run again in this step
+    seen: list[tuple] = []  # each attempt's calls and verdicts: a retry that only repeats one ends the loop
     max_attempts = deps.settings.ggs.max_retries + 1
     for attempt in range(1, max_attempts + 1):
         denied_before = len(toolbox.law1_denials)
@@ -75,6 +77,9 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
         checked = [c for c in subtask.success_criteria if c.check.strip()]
         outcomes = await checks_task(runtime_id, checked, f"attempt {attempt}", before_of=subtask.subtask_id,
                                      printed=[*run.record.printed, result.output]) if checked else []
+        unsure = [o for o in outcomes if o.status == "unsure"]
+        if unsure:  # the votes split within their budget: another attempt cannot settle it, so the task says so
+            return _finish(deps, subtask, result, trajectory, attempt, unsure[0].reason, "logical", logger)
         decided, pending, notes = split_by_checks(subtask.success_criteria, outcomes)
         if pending or not subtask.success_criteria:  # the model judges only what no check decided
             judged = subtask.model_copy(update={"success_criteria": pending})
@@ -111,11 +116,29 @@ async def subtask_flow(runtime_id: str, subtask: SubTask, blocked_tools: list[st
                                   failure_class=trajectory[-1].failure_class, answer=answer)
             logger.warning("failed after %d attempts: %s", attempt, outcome.failure_reason)
             return deps.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
+        if (key := attempt_key(result, verdicts)) in seen:  # another attempt would spend calls to repeat it again
+            outcome = r4a.outcome(subtask, "failed", result, verdicts, trajectory,
+                                  failure_reason=f"{REPEATED} (attempt {seen.index(key) + 1})",
+                                  failure_class=trajectory[-1].failure_class, answer=answer)
+            logger.warning("failed on attempt %d: %s", attempt, outcome.failure_reason)
+            return deps.bus.publish(outcome, "R4a", "R4b", subtask.subtask_id)
+        seen.append(key)
         correction = r4a.correction(subtask, attempt, verdicts, answer, result)
         tried.update((c.tool, c.input) for c in result.calls if c.tool == "shell" and not c.denied)
         logger.info("correction → attempt %d: %s", attempt + 1, correction.what_to_do or correction.what_was_wrong)
         deps.bus.publish(correction, "R4a", "R3", subtask.subtask_id)
     raise AssertionError("unreachable: the attempt loop always returns")
+
+
+REPEATED = "the attempt repeated an earlier one"
+"""Why a step ends when an attempt made the calls an earlier one made and was judged the same."""
+
+
+def attempt_key(result: ExecutionResult, verdicts: list[CriterionVerdict]) -> tuple:
+    """What an attempt did and how it was judged, for telling a repeat: its calls as code recorded them (tool,
+    input, targets, outcome, output) and each criterion's verdict; the validator's words are left out."""
+    calls = tuple((c.tool, c.input, tuple(c.targets), c.ok, c.denied, c.output) for c in result.calls)
+    return calls, tuple((v.criterion, v.verdict) for v in verdicts)
 
 
 def _settled(runtime_id: str, subtask: SubTask) -> Callable[[], Awaitable[bool]] | None:
@@ -129,7 +152,8 @@ def _settled(runtime_id: str, subtask: SubTask) -> Callable[[], Awaitable[bool]]
     async def settled() -> bool:
         before = record.snapshots.get(subtask.subtask_id, record.before)
         outcomes = await check_criteria(checked, run.deps.workspace, before, record.confined, list(record.printed),
-                                        task_before=record.before)
+                                        task_before=record.before,
+                                        ballot=record.ballot.probe() if record.ballot is not None else None)
         return bool(outcomes) and all(o.status == "met" for o in outcomes)
     return settled
 

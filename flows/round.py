@@ -30,6 +30,7 @@ from artoo.config.contracts import (
 )
 from artoo.config.errors import PlanRejected, RunFailure
 from artoo.config.protocol import PlanAnswer, TaskVerdict
+from artoo.flows.consensus import ballot_for
 from artoo.flows.fast_loop import subtask_flow, subtask_run_name
 from artoo.tasks.checks.decide import split_by_checks
 from artoo.tasks.checks.evaluate import existed_before, take_snapshot
@@ -48,7 +49,6 @@ from artoo.tasks.roles.task import (
     meta_validate_task,
     plan_task,
     publish_r4b,
-    reference_task,
 )
 from artoo.tasks.tools.found import absent_names, named_files_now
 from artoo.tasks.tools.specs import served
@@ -115,6 +115,14 @@ async def round_flow(runtime_id: str, brief: RoundBrief) -> OutcomeSummary | Rep
     except RunFailure as exc:  # a plan that broke the rules twice, or the planner's endpoint failing
         logger.error("round %d failed honestly: %s", round_no, exc)
         return _rejected_round(deps, spec, str(exc), exc.failure_class, kept)
+    seen = plan.model_dump_json()
+    repeated = run.record.plans.get(seen)
+    if repeated is not None:  # the same plan again can only fail again: no call is spent running it
+        reason = f"the plan repeats round {repeated}'s, which fell short"
+        logger.warning("round %d not dispatched: %s", round_no, reason)
+        deps.decisions.write("plan_repeated", round=round_no, earlier=repeated)
+        return _rejected_round(deps, spec, reason, "logical", kept)
+    run.record.plans[seen] = round_no
     plan, cap_note = plan_rules.cap_plan(plan_rules.normalise_sequences(plan))
     if cap_note:
         logger.warning(cap_note)
@@ -174,14 +182,10 @@ async def _grounded(runtime_id: str, deps: RunDeps, round_no: int, answer: TaskV
 
 
 async def _reference(runtime_id: str, spec: TaskSpec) -> str:
-    """The task's reference run: asked once, in the first round that needs it, from the request alone."""
-    run = get_runtime(runtime_id)
-    record, settings = run.record, run.deps.settings
-    if record.reference is None:
-        wanted = settings.checks.enabled and settings.checks.reference_call and record.confined is not None \
-            and record.confined.bwrap is not None and record.before is not None and record.before.path is not None
-        record.reference = await reference_task(runtime_id, spec) if wanted else ""
-    return record.reference
+    """The command that stands for the task's votes in its criterion ("" when no vote could be drawn): the votes
+    are drawn once, in the first round, from the request and a glance at the folder, never from the plan."""
+    ballot = await ballot_for(runtime_id, spec)
+    return ballot.commands[0] if ballot is not None and ballot.commands else ""
 
 
 def _announce(run: Runtime, spec: TaskSpec, inputs: RoundInputs, round_no: int = 1) -> None:

@@ -34,6 +34,7 @@ from artoo.config.compat import named as run_named
 from artoo.config.contracts import FinalResult, OutcomeSummary, ReplanRequest
 from artoo.config.errors import ArtooError
 from artoo.config.settings import Settings, load_settings
+from artoo.flows.consensus import unsure_result, with_disk_summary
 from artoo.flows.law1 import make_gate, resolve_mode
 from artoo.flows.round import RoundBrief, round_flow, round_run_name, send_plan_early
 from artoo.tasks.bus.events import Bus
@@ -101,6 +102,8 @@ async def artoo_task(request: str, workspace: str | None = None) -> dict[str, An
     runtime_id = register(runtime)
     deps, record = runtime.deps, runtime.record  # the medium loop swaps only the bus (with_bus)
     started = time.monotonic()
+    budget_s = settings.ggs.time_budget_ms / 1000
+    deps.llm.deadline = lambda: started + budget_s + sum(record.law1_waits)  # the person's waits are not the agent's
     record.confined = confined_from(settings)
     record.before = await take_snapshot(ws, record.confined)  # where the plan's reference run starts
     if record.before.note:
@@ -221,8 +224,17 @@ async def _medium_loop(runtime_id: str, run: Runtime, request: str, history: lis
             paused_ms = sum(record.law1_waits) * 1000  # the person's time answering Law 1: not the agent's, not in Ω
             if paused_ms:
                 logger.info("Ω excludes %.1f s spent waiting for Law-1 answers", paused_ms / 1000)
-            decision = await ggs_task(runtime_id, controller, message, elapsed_ms, round_no, paused_ms)
+            decision = await ggs_task(runtime_id, controller, message, elapsed_ms, round_no, paused_ms,
+                                      deps.llm.spent)  # Ω counts the calls spent: a spent budget ends the task
+        ballot = record.ballot
+        if ballot is not None and ballot.decision is not None and ballot.decision.outcome == "unsure" \
+                and (decision.final is None or decision.final.directive != "accept"):
+            unsure = decision.final or FinalResult(task_id=spec.task_id, summary="", loss=decision.loss,
+                                                   grad_l=decision.grad_l, replans=round_no - 1, directive="abandon")
+            final = unsure_result(unsure, deps.workspace, record.before.path, ballot)
+            break
         if decision.final is not None:
+            final = decision.final
             break
         directive = None if retry else decision.directive
         prior_summary, kept, evidence = ("", [], "") if retry else _carried(message, kept, round_no)
@@ -231,7 +243,9 @@ async def _medium_loop(runtime_id: str, run: Runtime, request: str, history: lis
             evidence = "\n\n".join(filter(None, [evidence, defects]))
             record.check_defects.clear()
         round_no += 1
-    final = decision.final
+    if final.directive != "unsure":  # what the person is told about the folder is code's reading of it
+        before = record.before.path if record.before is not None else None
+        final = with_disk_summary(final, deps.workspace, before, record.ballot)
     if final.directive == "abandon":  # spec v0.9: one R2 call reports what was achieved and what to try
         deps.llm.send_early("R2", "FailureReport", failure_messages(spec, final, decision.trajectory))
         final = await failure_report_task(runtime_id, spec, final, decision.trajectory)
@@ -268,7 +282,8 @@ def _with_law1(final: FinalResult, decisions: list[str]) -> FinalResult:
 
 def final_markdown(final: FinalResult, records: list | None = None) -> str:
     """The FinalResult as the markdown artifact a person reads first, with the per-role LLM cost."""
-    label = {"accept": "✅ accepted", "success": "✅ success (within threshold)", "abandon": "⛔ abandoned"}
+    label = {"accept": "✅ accepted", "success": "✅ success (within threshold)", "abandon": "⛔ abandoned",
+             "unsure": "❔ unsure"}
     lines = [f"# {label.get(final.directive, final.directive)}: `{final.task_id}`", "", final.summary, "",
              "| D | P | Ω | L | ∇L | replans |", "|---|---|---|---|---|---|",
              f"| {final.loss.D:.3f} | {final.loss.P:.3f} | {final.loss.Omega:.3f} | {final.loss.L:.3f} "

@@ -108,41 +108,35 @@ def test_the_reference_answer_yields_its_command(content, command):
     assert (bash_block(content) or lone_command(content)) == command
 
 
-def test_the_scripted_server_routes_the_reference_request_as_the_planner_writes_it():
-    from artoo.tasks.llm.testing.scripted_server import COMMAND_HEAD
-    from artoo.tasks.roles.planner import REFERENCE_HEAD
-
-    assert COMMAND_HEAD == REFERENCE_HEAD
-
-
-def test_the_reference_request_is_a_free_answer_and_one_without_a_command_gives_none(tmp_path, monkeypatch):
-    """Through the real client: no schema, no tools; an answer of prose gives no reference (the run goes on)."""
-    from artoo.config.contracts import TaskSpec
+def test_a_vote_is_a_free_answer_sampled_as_asked_and_one_without_a_command_gives_none(tmp_path, monkeypatch):
+    """Through the real client: no schema, no tools, the vote's own temperature; prose gives no vote."""
     from artoo.config.settings import load_settings
     from artoo.tasks.llm import OpenAICompatLLM
     from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
-    from artoo.tasks.roles import planner
+    from artoo.tasks.roles import voter
 
-    server = ScriptedLLMServer({"answers": {"Command": [{"raw": "```bash\ngrep -l ERROR logs/*.log > e.txt\n```"},
-                                                        {"raw": "You could use grep for that."}]}}).start()
+    server = ScriptedLLMServer({"answers": {"Vote": [{"raw": "```bash\ngrep -l ERROR logs/*.log > e.txt\n```"},
+                                                     {"raw": "You could use grep for that."}]}}).start()
     try:
         for key, value in {"OPENAI_BASE_URL": server.base_url, "OPENAI_MODEL": "scripted", "OPENAI_API_KEY": "k",
-                           "ARTOO_HOME": str(tmp_path / "home")}.items():
+                           "ARTOO_HOME": str(tmp_path / "home"), "ARTOO_LLM__TEMPERATURE": "0.2"}.items():
             monkeypatch.setenv(key, value)
         llm = OpenAICompatLLM(load_settings())
-        spec = TaskSpec(task_id="t", intent="list the logs with ERROR into e.txt")
+        request, seen = "list the logs with ERROR into e.txt", "logs/a.log (16 bytes)\n  | ERROR disk full"
 
         async def ask_twice():
             try:
-                return await planner.reference(llm, spec), await planner.reference(llm, spec)
+                return await voter.vote(llm, request, seen, 0.8), await voter.vote(llm, request, seen, None)
             finally:
                 await llm.aclose()
         first, second = asyncio.run(ask_twice())
     finally:
         server.stop()
     assert (first, second) == ("grep -l ERROR logs/*.log > e.txt", None)
-    body = server.requests[0]["body"]
-    assert "response_format" not in body and "tools" not in body
+    bodies = [r["body"] for r in server.requests]
+    assert all("response_format" not in b and "tools" not in b for b in bodies)
+    assert [b["temperature"] for b in bodies] == [0.8, 0.2]  # its own, else the configured one
+    assert request in bodies[0]["messages"][-1]["content"] and "ERROR disk full" in bodies[0]["messages"][-1]["content"]
     assert [r.ok for r in llm.records] == [True, False]
 
 

@@ -324,13 +324,23 @@ def test_split_by_checks_decides_what_checks_decided_and_leaves_the_rest_to_the_
     criteria = [Criterion(criterion=REFERENCE_CRITERION, check="grep -l ERROR *.log > e.txt"),
                 Criterion(criterion="e.txt lists them", mode="verifiable"),  # no check: the reference covers it
                 Criterion(criterion="e.txt reads well", mode="plausible"),  # judged, whatever agreed
-                Criterion(criterion="e.txt is sorted", check="sort -c e.txt")]
+                Criterion(criterion="e.txt is sorted", check="sort -c e.txt"),
+                Criterion(criterion="e.txt names a.log", check="grep -qx a.log e.txt")]
     outcomes = [CheckOutcome(criterion=REFERENCE_CRITERION, command="grep …", status="met", form="reference",
                              reason="agree"),
                 CheckOutcome(criterion="e.txt is sorted", command="sort -c e.txt", status="broken",
-                             reason="exit 2")]
+                             reason="exit 2"),
+                CheckOutcome(criterion="e.txt names a.log", command="grep -qx a.log e.txt", status="unmet",
+                             reason="exit 1")]
     decided, pending, notes = split_by_checks(criteria, outcomes)
-    assert set(decided) == {REFERENCE_CRITERION, "e.txt lists them"}
-    assert all(v.by == "check" and v.verdict == "pass" for v in decided.values())
-    assert [c.criterion for c in pending] == ["e.txt reads well", "e.txt is sorted"]
+    # the broken check beside the agreeing runs is dropped, never a judge's veto; a failing check still rejects
+    assert set(decided) == {REFERENCE_CRITERION, "e.txt lists them", "e.txt is sorted", "e.txt names a.log"}
+    assert all(v.by == "check" and v.verdict == "pass" for c, v in decided.items() if c != "e.txt names a.log")
+    assert decided["e.txt names a.log"].verdict == "fail"
+    assert [c.criterion for c in pending] == ["e.txt reads well"]
+    assert notes == {}
+    # without the agreeing runs, the broken check's criterion is the judge's, with what the check found
+    decided, pending, notes = split_by_checks(criteria, outcomes[1:])
+    assert [c.criterion for c in pending] == [REFERENCE_CRITERION, "e.txt lists them", "e.txt reads well",
+                                              "e.txt is sorted"]
     assert set(notes) == {"e.txt is sorted"} and "could not run" in notes["e.txt is sorted"]

@@ -95,6 +95,8 @@ def test_a_result_kept_from_round_one_outlives_a_second_failed_write(scripted, a
     request = "count the ERROR lines in srv/app.log and write the number to errors.txt"
     write = [subtask("write the count to errors.txt", [wrote], tools=["write_file"],
                      context="the count, validated in round 1: 3")]
+    rewrite = [subtask("write the count to errors.txt in the workspace", [wrote], tools=["write_file"],
+                       context="the count, validated in round 1: 3")]  # a plan equal to round 2's would not run
     refused = [agent(verdict(wrote, False, "environmental", f"write_file refused {path}"),
                      wrong=f"{path} is outside the workspace", todo="write errors.txt in the workspace")
                for path in ("/srv/errors.txt", "/srv/out/errors.txt")]
@@ -102,7 +104,7 @@ def test_a_result_kept_from_round_one_outlives_a_second_failed_write(scripted, a
         TaskSpec=[spec("count_errors", request)],
         Plan=[plan([subtask("count the ERROR lines of srv/app.log", [counted], tools=["shell"]),
                     subtask("write the count to errors.txt", [wrote], 2, tools=["write_file"])], [reported, exists]),
-              plan(write, [reported, exists]), plan(write, [reported, exists])],
+              plan(write, [reported, exists]), plan(rewrite, [reported, exists])],
         tools=[call("shell", command="grep -c ERROR srv/app.log"), done("3"),
                call("write_file", path="/srv/errors.txt", content="3\n"), done("wrote 3 to /srv/errors.txt"),
                call("write_file", path="/srv/out/errors.txt", content="3\n"), done("wrote /srv/out/errors.txt"),
@@ -123,6 +125,6 @@ def test_a_result_kept_from_round_one_outlives_a_second_failed_write(scripted, a
     kept = prompt(judged[0]).split(f"{KEPT_HEADING}:\n", 1)[-1]
     assert "[validated in round 1] count the ERROR lines of srv/app.log\ntool evidence:\nshell: grep -c ERROR" in kept
     assert final["output"] == {"count the ERROR lines of srv/app.log (validated in round 1)": "3",
-                               "write the count to errors.txt": "errors.txt written"}
+                               "write the count to errors.txt in the workspace": "errors.txt written"}
     assert (ws / "errors.txt").read_text() == "3\n"
     assert server.unused() == {}

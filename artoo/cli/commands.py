@@ -26,6 +26,7 @@ from artoo.cli.memory import dream as dream_command
 from artoo.cli.memory import memory_app
 from artoo.cli.observe import log as log_command
 from artoo.cli.observe import replay as replay_command
+from artoo.config.contracts import EXIT_CODES
 from artoo.config.errors import ArtooError, ConfigurationError, EnvironmentalFailure
 
 app = typer.Typer(help="artoo: a self-correcting task agent for your machine, on Prefect.", no_args_is_help=True)
@@ -91,7 +92,7 @@ def run(
     except KeyboardInterrupt:  # typer would turn it into a silent exit 130
         err.print(INTERRUPTED, highlight=False)
         raise typer.Exit(130) from None
-    raise typer.Exit(0 if final.directive in ("accept", "success") else 1)
+    raise typer.Exit(EXIT_CODES.get(final.directive, 1))
 
 
 @app.command()
@@ -109,7 +110,7 @@ def demo(
         final = run_demo(as_json=as_json, verbose=verbose)
     except ArtooError as exc:
         fail(exc)
-    raise typer.Exit(0 if final.directive in ("accept", "success") else 1)
+    raise typer.Exit(EXIT_CODES.get(final.directive, 1))
 
 
 @app.command()
@@ -350,7 +351,7 @@ def policy_check(
     """Whether Law 1 asks before a shell command where no overlay can show its effect (it is never run)."""
     from artoo.tasks.law1.judge import judge_command
 
-    verdict = judge_command(command)
+    verdict = judge_command(command, Path.cwd())  # a new file here is created, not overwritten
     if as_json:
         print(json.dumps(verdict.model_dump(include={"irreversible", "reason", "categories"})))
         return

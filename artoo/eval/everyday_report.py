@@ -14,7 +14,8 @@ from artoo.eval.everyday import EverydayTask, Judgement
 RULE = ("right = every end-state check of the task (ours, artoo/eval/everyday_suite.py) passes on the final "
         "folder AND every laid-out file the request does not touch is unchanged, byte for byte; accepted = artoo "
         "exited 0 (directive accept or success), one-command's command exited 0, bash-loop said DONE; "
-        "false accept = accepted and not right")
+        "false accept = accepted and not right; unsure = artoo ended unsure (exit 3), neither right nor false; "
+        "artoo's calls are its role calls, its short votes counted apart")
 
 
 def artoo_runner(strategy: str) -> str:
@@ -48,6 +49,12 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "right_multi_step": sum(r["right"] for r in rows if r["steps"] > 1),
             "multi_step": len(rows) - len(one),
             "accepted": sum(r["accepted"] for r in rows), "false_accepts": sum(r["false_accept"] for r in rows),
+            "accepted_right": sum(r["accepted"] and r["right"] for r in rows),
+            "unsure": sum(bool(r.get("unsure")) for r in rows),
+            "unsure_top_right": sum(r.get("top_group_right") is True for r in rows),
+            "votes": sum(r.get("votes", 0) for r in rows), "vote_tokens": sum(r.get("vote_tokens", 0) for r in rows),
+            "median_votes": _median([r.get("votes", 0) for r in rows]),
+            "over_240_s": sum(r["wall_seconds"] > 240 for r in rows),
             "median_wall_s": _median([r["wall_seconds"] for r in rows]),
             "median_calls": _median([r["llm_calls"] for r in rows]),
             "median_calls_one_step": _median([r["llm_calls"] for r in one]),
@@ -93,6 +100,7 @@ def _cell(r: dict[str, Any] | None) -> str:
     if r is None:
         return "-"
     verdict = "right" if r["right"] else ("FALSE ACCEPT" if r["false_accept"] else "wrong")
+    verdict += " · unsure" if r.get("unsure") else ""
     calls = r["llm_calls"]
     return f"{verdict} · {calls} call{'' if calls == 1 else 's'} · {r['wall_seconds']:.1f} s"
 
@@ -110,14 +118,19 @@ def markdown(doc: dict[str, Any]) -> str:
     load = machine.get("load_average")
     lines = [f"# artoo eval everyday: {_brain_line(doc['brain'])}", "",
              f"{len(doc['task_list'])} tasks; load average before the run {load}; {machine.get('cpus')} CPUs", "",
-             "| runner | right | one-step | multi-step | false accepts | median wall s | median calls "
-             "(one-step) | prompt tokens | completion tokens | cached |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| runner | right | accepted and right | one-step | multi-step | false accepts | unsure (top right) "
+             "| median wall s | median calls (one-step) | votes (median, tokens) | prompt tokens | completion tokens "
+             "| cached |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, t in doc["totals"].items():
         share = "n/a" if t["cache_share"] is None else f"{t['cache_share']:.0%}"
-        lines.append(f"| {name} | {t['right']}/{t['tasks']} | {t['right_one_step']}/{t['one_step']} | "
-                     f"{t['right_multi_step']}/{t['multi_step']} | {t['false_accepts']} | {t['median_wall_s']} | "
-                     f"{t['median_calls']} ({t['median_calls_one_step']}) | {t['prompt_tokens']} | "
+        lines.append(f"| {name} | {t['right']}/{t['tasks']} | {t.get('accepted_right', '-')} | "
+                     f"{t['right_one_step']}/{t['one_step']} | "
+                     f"{t['right_multi_step']}/{t['multi_step']} | {t['false_accepts']} | "
+                     f"{t.get('unsure', 0)} ({t.get('unsure_top_right', 0)}) | {t['median_wall_s']} | "
+                     f"{t['median_calls']} ({t['median_calls_one_step']}) | "
+                     f"{t.get('votes', 0)} ({t.get('median_votes')}, {t.get('vote_tokens', 0)}) | "
+                     f"{t['prompt_tokens']} | "
                      f"{t['completion_tokens']} | {share} |")
     names = list(doc["tasks"])
     by_runner = {name: {r["id"]: r for r in rows} for name, rows in doc["tasks"].items()}

@@ -24,6 +24,7 @@ from typing import Any
 from prefect import flow
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 
+from artoo.config.contracts import EXIT_CODES
 from artoo.config.errors import ArtooError, ConfigurationError
 from artoo.eval import answerer, failures
 from artoo.eval import everyday_report as report
@@ -153,17 +154,40 @@ async def artoo_row(task: EverydayTask, base: Path, brain: SimulatedBrain | None
     records = task_records()
     calls = [r for r in records if r.get("kind") == "llm"]
     cached = [c for c in (cached_tokens(r.get("response")) for r in calls) if c is not None]
-    out = report.row(task, judge(task, base), accepted, sum(r["calls"] for r in cost.values()),
+    roles = {role: row for role, row in cost.items() if role != "vote"}  # short votes are counted on their own
+    votes = cost.get("vote") or {}
+    judgement = judge(task, base)
+    out = report.row(task, judgement, accepted, sum(r["calls"] for r in roles.values()),
                      sum(r["prompt_tokens"] for r in cost.values()),
                      sum(r["completion_tokens"] for r in cost.values()), sum(cached) if cached else None, wall,
-                     exit_code=0 if accepted else 1, final_directive=final.get("directive"),
+                     exit_code=EXIT_CODES.get(final.get("directive"), 1), final_directive=final.get("directive"),
                      rounds=final.get("replans", 0) + 1 if final else 0, law1_questions=len(oracle.questions),
-                     law1=oracle.questions, mistakes=carried)
+                     law1=oracle.questions, mistakes=carried, unsure=final.get("directive") == "unsure",
+                     votes=votes.get("calls", 0),
+                     vote_tokens=votes.get("prompt_tokens", 0) + votes.get("completion_tokens", 0))
+    if out["unsure"]:
+        out["top_group_right"] = await top_group_right(task, base, final.get("output") or {})
     if error:
         out["error"] = error
     out["failure"] = failures.failure_kind({**out, "solved": out["right"]}, records)
     out.update(memory_seen(records))
     return out
+
+
+async def top_group_right(task: EverydayTask, base: Path, output: dict) -> bool | None:
+    """Whether the largest group of an unsure task was right: its first drawn command run on a fresh copy of the
+    folder and judged by the same checks (None when the group holds only the executor's work)."""
+    from artoo.config.settings import load_settings
+
+    alternatives = sorted(output.get("alternatives") or [], key=lambda a: -a.get("votes", 0))
+    commands = [c for c in (alternatives[0].get("by") or []) if c != "the executor's work"] if alternatives else []
+    if not commands:
+        return None
+    settings = load_settings()
+    lay_out(task, base)
+    await run_confined(commands[0], base, settings.tools.shell_timeout_s, settings.tools.head_tail_limit,
+                       (Path(settings.home).expanduser(),))
+    return judge(task, base).right
 
 
 def memory_seen(records: list[dict]) -> dict[str, Any]:

@@ -46,7 +46,8 @@ MISSING_FILE = os.strerror(errno.ENOENT)
 SHOWN_CHARS = 600
 """Characters of a check's output quoted in a verdict's evidence."""
 
-Status = Literal["met", "unmet", "broken", "judge"]
+Status = Literal["met", "unmet", "broken", "judge", "unsure"]
+"""unsure: the votes on the whole request split and no group reached the quorum (never the judge's to decide)."""
 
 
 class CheckOutcome(BaseModel):
@@ -235,7 +236,7 @@ def verdict_of(outcome: CheckOutcome, mode: CriterionMode = "verifiable") -> Cri
         evidence = f"{named}: {outcome.reason}"
         return CriterionVerdict(criterion=outcome.criterion, verdict="pass", evidence=evidence, mode=mode, by="check",
                                 check=check)
-    if outcome.status == "unmet":
+    if outcome.status in ("unmet", "unsure"):
         detail = f"\n{outcome.evidence}" if outcome.evidence else ""
         return CriterionVerdict(criterion=outcome.criterion, verdict="fail", failure_class="logical", mode=mode,
                                 evidence=f"{named}: {outcome.reason}{detail}", by="check", check=check)
@@ -248,15 +249,16 @@ COVERED = "the changes agree with an independent run of the request (the plan's 
 
 def covered_by_reference(criteria: list[Criterion],
                          decided: dict[str, CriterionVerdict]) -> dict[str, CriterionVerdict]:
-    """The verdicts ``decided`` plus, when the plan's reference run agreed, a pass for every verifiable criterion
-    that has no check of its own: the result equals what an independent run of the request leaves, and such a
-    criterion is about that result.  Plausible criteria stay the judge's."""
+    """The verdicts ``decided`` plus, when the independent runs of the request agreed with the work, a pass for every
+    verifiable criterion no check decided (none, broken, or unable to tell): the result equals what independent runs
+    leave, and a check that could not decide is the plan's defect, never a judge's veto.  Plausible criteria stay
+    the judge's; a check that failed still rejects."""
     reference = decided.get(REFERENCE_CRITERION)
     if reference is None or reference.verdict != "pass":
         return dict(decided)
     covered = {c.criterion: CriterionVerdict(criterion=c.criterion, verdict="pass", evidence=COVERED, mode=c.mode,
                                              by="check")
-               for c in criteria if c.criterion not in decided and c.mode == "verifiable" and not c.check.strip()}
+               for c in criteria if c.criterion not in decided and c.mode == "verifiable"}
     return {**decided, **covered}
 
 

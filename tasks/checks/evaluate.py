@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from artoo.config.contracts import REFERENCE_CRITERION, Criterion
@@ -24,9 +26,38 @@ from artoo.tasks.checks.decide import (
     suspect_reference,
 )
 from artoo.tasks.checks.run import Confined, Ran, run_confined, run_reference
+from artoo.tasks.checks.votes import Decision, Quorum, Vote, decide
 from artoo.tasks.tools import sandbox
 
-__all__ = ["Snapshot", "check_criteria", "confined_from", "existed_before", "take_snapshot"]
+__all__ = ["Ballot", "Snapshot", "check_criteria", "confined_from", "existed_before", "take_snapshot", "vote_of"]
+
+Draw = Callable[[int], Awaitable[list[str]]]
+"""Asks for up to N more votes; the commands that came (fewer, or none, when the call budget or the model says no)."""
+Adopt = Callable[[Vote, Path, list[tree.PathChange]], Awaitable[bool]]
+"""Lays a winning vote's change set (from the copy it ran on) on the folder, the executor's own changes given; True
+when it was laid (a person may refuse what is irreversible)."""
+
+
+@dataclass
+class Ballot:
+    """The task's votes: the commands drawn so far, the quorum, how more are drawn and a winner laid, and the
+    last decision (what the run's result reports)."""
+
+    commands: list[str]
+    quorum: Quorum = field(default_factory=Quorum)
+    draw: Draw | None = None
+    adopt: Adopt | None = None
+    batch: int = 2
+    """Votes drawn at a time when the first ones do not decide."""
+    decision: Decision | None = None
+    votes: list[Vote] = field(default_factory=list)
+    adopted: str = ""
+    """The command whose change set was laid on the folder ("" when the executor's work stands)."""
+
+    def probe(self) -> Ballot:
+        """The same votes, deciding only: nothing drawn, nothing laid (the executor's after-call probe)."""
+        return replace(self, commands=list(self.commands), draw=None, adopt=None,
+                       quorum=self.quorum.model_copy(update={"max_votes": len(self.commands)}))
 
 
 class Snapshot:
@@ -60,7 +91,8 @@ def confined_from(settings: object) -> Confined:
 async def take_snapshot(workspace: Path, confined: Confined) -> Snapshot:
     """A copy of ``workspace`` now, within the bounds; a Snapshot with no path and a note when it cannot be had."""
     if confined.bwrap is None:
-        return Snapshot(None, "checks are off or bubblewrap cannot run here: criteria are judged by the model")
+        return Snapshot(None, "checks cannot run here: " + (sandbox.bwrap_problem() or "they are turned off "
+                        "(checks.enabled or tools.sandbox)") + "; criteria are judged by the model")
     scratch = Path(tempfile.mkdtemp(prefix="artoo-before-"))
     try:
         await asyncio.to_thread(tree.copy_tree, workspace, scratch / "folder", confined.max_bytes, confined.max_files)
@@ -84,14 +116,76 @@ async def _reference(command: str, workspace: Path, before: Snapshot, confined: 
     return before.references[command]
 
 
+def vote_of(ran: Ran) -> Vote:
+    """A drawn command's run as a vote: what it changed and printed, or why it says nothing."""
+    broken = broken_reason(ran) or ("" if ran.changes or ran.output.strip() else "it changed and printed nothing")
+    return Vote(source="vote", command=ran.command, changes=tuple(ran.changes), printed=(ran.output,),
+                broken=broken)
+
+
+async def _consensus(criterion: Criterion, workspace: Path, before: Snapshot, confined: Confined,
+                     printed: list[str], ballot: Ballot) -> CheckOutcome:
+    """The votes on the whole request, the executor's work one of them: drawn until a group decides or the
+    quorum's budget is spent, a winner other than the executor's laid on the folder (``ballot.adopt``)."""
+    base = {"criterion": criterion.criterion, "command": criterion.check.strip(), "form": "reference"}
+    executor_changes = await _executor_changes(before.path, workspace)
+    executor = Vote(source="executor", changes=tuple(executor_changes), printed=tuple(printed))
+    while True:
+        runs = [await _reference(command, workspace, before, confined) for command in ballot.commands]
+        cast = [executor, *(vote_of(ran) for ran in runs)]
+        decision = decide(cast, ballot.quorum, len(ballot.commands))
+        if decision.outcome != "draw" or ballot.draw is None:
+            break
+        wanted = min(ballot.batch, ballot.quorum.max_votes - len(ballot.commands))
+        drawn = await ballot.draw(wanted)
+        if not drawn:  # the budget or the model gave none: what was cast is all there is
+            cut = ballot.quorum.model_copy(update={"max_votes": len(ballot.commands)})
+            decision = decide(cast, cut, len(ballot.commands))
+            break
+        ballot.commands.extend(drawn)
+    ballot.decision, ballot.votes = decision, cast
+    evidence = _groups_text(cast, decision)
+    if decision.outcome == "accept":
+        return CheckOutcome(status="met", reason=f"votes: {decision.reason}", evidence=evidence, **base)
+    if decision.outcome == "adopt":
+        winner = cast[decision.groups[0].members[0]]
+        result = before.results.get(winner.command)
+        if ballot.adopt is not None and result is not None and await ballot.adopt(winner, result, executor_changes):
+            ballot.adopted = winner.command
+            return CheckOutcome(status="met", reason=f"votes: {decision.reason}; their change set was laid on the "
+                                "folder in place of the executor's", evidence=evidence, **base)
+        # never the winning commands: an executor shown them would copy one, and the votes stop being independent
+        return CheckOutcome(status="unmet", reason=f"votes: {decision.reason}; their change set was not laid",
+                            **base)
+    if decision.outcome == "draw":  # a probe, which draws nothing: not decided yet
+        return CheckOutcome(status="unmet", reason=f"votes: {decision.reason}", evidence=evidence, **base)
+    return CheckOutcome(status="unsure", reason=f"votes: {decision.reason}", evidence=evidence, **base)
+
+
+def _groups_text(cast: list[Vote], decision: Decision) -> str:
+    """Each group of the decision as the votes in it and what they changed (code's words, never a model's)."""
+    lines = []
+    for number, group in enumerate(decision.groups[:4], 1):
+        sample = cast[group.members[0]]
+        who = ", ".join("the executor's work" if cast[i].source == "executor" else f"`{cast[i].command}`"
+                        for i in group.members)
+        did = "; ".join(c.line() for c in sample.changes[:6]) or "printed " + " ".join(
+            (sample.printed[0] if sample.printed else "").split())[:160]
+        lines.append(f"group {number} ({group.size} votes: {who}): {did}")
+    return "\n".join(lines)
+
+
 async def _one(criterion: Criterion, workspace: Path, before: Snapshot, confined: Confined,
-               printed: list[str], task_before: Snapshot, reference_result: Path | None = None) -> CheckOutcome:
+               printed: list[str], task_before: Snapshot, reference_result: Path | None = None,
+               ballot: Ballot | None = None) -> CheckOutcome:
     command = criterion.check.strip()
     if criterion.criterion == REFERENCE_CRITERION:  # the whole request: from the folder as it was before the task
         before = task_before
         if before.path is None:
             return CheckOutcome(criterion=criterion.criterion, command=command, status="broken", form="reference",
                                 reason=before.note or "no copy of the folder as it was")
+        if ballot is not None:
+            return await _consensus(criterion, workspace, before, confined, printed, ballot)
         ran = await _reference(command, workspace, before, confined)
         return from_reference(criterion.criterion, ran, await _executor_changes(before.path, workspace), whole=True,
                               printed=printed)
@@ -117,7 +211,8 @@ async def _one(criterion: Criterion, workspace: Path, before: Snapshot, confined
 
 
 async def check_criteria(criteria: list[Criterion], workspace: Path, before: Snapshot, confined: Confined,
-                         printed: list[str] = (), task_before: Snapshot | None = None) -> list[CheckOutcome]:
+                         printed: list[str] = (), task_before: Snapshot | None = None,
+                         ballot: Ballot | None = None) -> list[CheckOutcome]:
     """The outcome of every criterion that carries a check, in order (none when checks cannot run here).
 
     ``before``: the folder as it was before the step's group (for task criteria, before the task);
@@ -128,16 +223,28 @@ async def check_criteria(criteria: list[Criterion], workspace: Path, before: Sna
     start = task_before or before
     checked = [c for c in criteria if c.check.strip()]
     references = [c for c in checked if c.criterion == REFERENCE_CRITERION]
-    done = {id(c): await _one(c, workspace, before, confined, list(printed), start) for c in references}
+    done = {id(c): await _one(c, workspace, before, confined, list(printed), start, ballot=ballot)
+            for c in references}
     result = next((start.results.get(c.check.strip()) for c in references if done[id(c)].status != "broken"), None)
+    if ballot is not None:  # the tests are also run on what the winning group left, when a group won
+        result = _winning_result(ballot, start)
     for c in checked:
         if id(c) not in done:
             done[id(c)] = await _one(c, workspace, before, confined, list(printed), start, result)
     refuting = [o.criterion for o in done.values() if o.refutes]
     for c in references:
-        if refuting and done[id(c)].status == "unmet":
+        if refuting and ballot is None and done[id(c)].status == "unmet":
             done[id(c)] = suspect_reference(done[id(c)], refuting)
     return [done[id(c)] for c in checked]
+
+
+def _winning_result(ballot: Ballot, start: Snapshot) -> Path | None:
+    """The copy a vote of the winning group ran on (one that is not the executor's work), if a group won."""
+    winner = ballot.decision.winner if ballot.decision is not None else None
+    if winner is None:
+        return None
+    commands = [ballot.votes[i].command for i in winner.members if ballot.votes[i].source == "vote"]
+    return next((start.results[c] for c in commands if c in start.results), None)
 
 
 def existed_before(names: list[str], workspace: Path, before: Snapshot | None) -> set[str] | None:

@@ -81,26 +81,6 @@ Rules:
 
 {EXAMPLE}"""
 
-REFERENCE_HEAD = "Role R2, writing the reference run"
-"""How the reference request's role text begins (the scripted server routes it by this)."""
-REFERENCE_ROLE = f"""{REFERENCE_HEAD}: the ONE bash command that does the user's whole request in the working
-folder, as you would type it. Code runs it on a throwaway copy of the folder and compares what it changes with
-what the executors change. Answer with the command in one ```bash block and nothing else."""
-"""R2's reference request: the request alone, a free answer, no schema.  Why apart from the plan: written inside
-the plan's JSON under a grammar, the 1.5B model copied the worked example's command shape (``ls -S … | grep``) and
-got the request wrong; asked for one command as a free answer, a small model gets it right far more often."""
-
-
-def reference_messages(spec: TaskSpec) -> list[dict]:
-    """The reference request: the run's shared text already holds the user's words, the intent restates them."""
-    return [system(REFERENCE_ROLE), user(f"The request, restated: {spec.intent}")]
-
-
-async def reference(llm, spec: TaskSpec) -> str | None:
-    """The plan's reference run: one command for the whole request, or None when the answer held none."""
-    return await llm.command("R2", reference_messages(spec))
-
-
 DIRECTIVE_MEANING = {
     "refine": "the approach is sound and improving: keep it, tighten parameters, avoid the blocked targets.",
     "change_path": "the approach is sound but the environment blocked it: keep the method, "

@@ -19,7 +19,7 @@ from typing import Any
 
 from artoo.config.contracts import Criterion, CriterionVerdict
 from artoo.config.protocol import VerdictAnswer
-from artoo.tasks.tools.found import folder_listing
+from artoo.tasks.tools.found import glance_lines
 
 LAWS = """You are one role inside artoo, a self-correcting task agent on the user's machine.
 The Four Laws, strict priority (a lower law never overrides a higher one):
@@ -91,17 +91,24 @@ def shared_text(context: RunContext | None) -> str:
         parts.append(working_folder(context.workspace))
     if context.files:
         listing = "\n".join(context.files)
-        parts.append("What it held when the task began:\n" + fence_untrusted("folder listing", listing))
+        parts.append("What it held when the task began (each file's name, size and first lines):\n"
+                     + fence_untrusted("folder listing", listing))
     if context.request:
         parts.append(f"The user's request, in their own words:\n{context.request}")
     return "\n\n".join(parts)
+
+
+SHARED_FILES = 20
+"""Files the run's shared text shows with their first lines (the rest are counted)."""
+SHARED_LINES = 2
+"""First lines shown of each."""
 
 
 def run_context(request: str, workspace: str | Path) -> RunContext:
     """The run's context as every part of a run works it out (the flow, and ``artoo run`` sending R1 early):
     the same request, folder and listing, so the same bytes."""
     folder = Path(workspace).expanduser()
-    return RunContext(request=request, workspace=str(folder), files=folder_listing(folder))
+    return RunContext(request=request, workspace=str(folder), files=glance_lines(folder, SHARED_FILES, SHARED_LINES))
 
 
 def in_shared(workspace: str) -> bool:

@@ -24,7 +24,7 @@ from artoo.tasks.bus.events import Bus
 
 if TYPE_CHECKING:  # types only: the real modules cost start-up time (the LLM client imports openai)
     from artoo.memory.backends import MemoryService
-    from artoo.tasks.checks.evaluate import Snapshot
+    from artoo.tasks.checks.evaluate import Ballot, Snapshot
     from artoo.tasks.checks.run import Confined
     from artoo.tasks.decisions.log import DecisionLog
     from artoo.tasks.llm.base import LLM
@@ -129,6 +129,10 @@ class RunRecord:
     """Per subtask id, the folder as it was before its sequence group: what its criteria's checks start from."""
     reference: str | None = None
     """The task's reference run, once R2 was asked for it ("" when there is none); None until then."""
+    plans: dict[str, int] = field(default_factory=dict)
+    """Each plan dispatched in this task (as its JSON), with the round that ran it: a repeat is not run again."""
+    ballot: Ballot | None = None
+    """The task's votes on the whole request, once drawn (None when checks cannot run, or before)."""
     check_defects: list[str] = field(default_factory=list)
     """Checks of this round's plan that could not run (a plan defect): told to the planner on the next round."""
 

@@ -8,6 +8,7 @@ product surface: they are what a person reads in the run graph.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -33,9 +34,10 @@ from artoo.config.errors import ArtooError
 from artoo.config.protocol import AgentVerdict, PlanAnswer, TaskVerdict
 from artoo.tasks.checks.decide import CheckOutcome
 from artoo.tasks.checks.evaluate import check_criteria
-from artoo.tasks.roles import agent_validator, executor, grounding, meta_validator, perceiver, planner
+from artoo.tasks.roles import agent_validator, executor, grounding, meta_validator, perceiver, planner, voter
+from artoo.tasks.roles.prompting import in_shared
 from artoo.tasks.roles.runtime import RunDeps, Runtime, get_runtime
-from artoo.tasks.tools.found import named_files_now
+from artoo.tasks.tools.found import glance, named_files_now
 
 ROLE_TASK = {"cache_policy": NO_CACHE, "retries": 0, "persist_result": False}
 
@@ -74,22 +76,27 @@ async def plan_task(runtime_id: str, spec: TaskSpec, calibration_block: str, dir
     return answer
 
 
-@task(name="R2 · reference", **ROLE_TASK)
-async def reference_task(runtime_id: str, spec: TaskSpec) -> str:
-    """R2's reference run for the task: one command for the whole request ("" when none came, or the call
-    failed: a reference is an aid, its absence leaves the plan's own checks and the judge)."""
+@task(name="votes", task_run_name="votes · draw {count}", **ROLE_TASK)
+async def votes_task(runtime_id: str, request: str, folder: str, count: int, first: bool) -> list[str]:
+    """Draw ``count`` votes on the whole request, each from the user's words and a glance at the folder as it was;
+    the commands that came (a refused or failed call gives none: votes are evidence, not a reason to fail)."""
     deps = asking(runtime_id).deps
-    logger = get_run_logger()
-    try:
-        command = await planner.reference(deps.llm, spec)
-    except ArtooError as exc:
-        logger.warning("no reference run for this task (its criteria are decided without one): %s", exc)
-        return ""
-    if command:
-        logger.info("reference run: %s", command)
-    else:
-        logger.warning("R2's answer held no command: no reference run for this task")
-    return command or ""
+    checks, logger = deps.settings.checks, get_run_logger()
+    seen = "" if in_shared(str(deps.workspace)) else glance(folder)  # the run's shared text shows it already
+    temperatures = [checks.first_vote_temperature if first and i == 0 else checks.vote_temperature
+                    for i in range(count)]
+    answers = await asyncio.gather(*(voter.vote(deps.llm, request, seen, t) for t in temperatures),
+                                   return_exceptions=True)
+    commands = []
+    for answer in answers:
+        if isinstance(answer, ArtooError):
+            logger.warning("a vote was not drawn: %s", answer)
+        elif isinstance(answer, BaseException):
+            raise answer
+        elif answer:
+            commands.append(answer)
+    logger.info("%d vote(s) drawn: %s", len(commands), " · ".join(f"`{c}`" for c in commands))
+    return commands
 
 
 @task(name="execute", task_run_name="execute · attempt {attempt}", **ROLE_TASK)
@@ -190,7 +197,7 @@ async def checks_task(runtime_id: str, criteria: list[Criterion], label: str, be
         return []
     before = record.snapshots.get(before_of, record.before)
     outcomes = await check_criteria(criteria, deps.workspace, before, record.confined, printed or [],
-                                    task_before=record.before)
+                                    task_before=record.before, ballot=record.ballot)
     logger = get_run_logger()
     for outcome in outcomes:
         deps.decisions.write("check", label=label, **outcome.model_dump(mode="json", exclude={"comparison"}))

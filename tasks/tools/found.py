@@ -13,6 +13,7 @@ out of it, never reads a device or FIFO, and is capped, so a criterion cannot tu
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from artoo.tasks.tools.files import confine, read_text, resolve_path
@@ -104,26 +105,55 @@ def absent_names(names: list[str], workspace: Path | str) -> list[str]:
     return out
 
 
-LISTED = 40
-"""Entries of the working folder named in the run's shared prompt text (the rest are counted)."""
+GLANCE_FILES = 25
+"""Files a glance shows (the rest are counted)."""
+GLANCE_LINES = 3
+"""First lines shown of each text file."""
+GLANCE_LINE_CHARS = 100
+"""Characters kept of each line shown."""
 
 
-def folder_listing(workspace: Path | str, most: int = LISTED, depth: int = 2) -> tuple[str, ...]:
-    """The working folder's entries down to ``depth`` levels, sorted, folders ending in ``/``, at most ``most``
-    of them and then a count of the rest: what every role is shown as the folder the task began with."""
+def glance(workspace: Path | str, most: int = GLANCE_FILES, lines: int = GLANCE_LINES) -> str:
+    """``glance_lines`` as one text, or why there is nothing to see."""
+    if not Path(workspace).expanduser().is_dir():
+        return "(the folder does not exist yet)"
+    return "\n".join(glance_lines(workspace, most, lines)) or "(the folder is empty)"
+
+
+def glance_lines(workspace: Path | str, most: int = GLANCE_FILES, lines: int = GLANCE_LINES) -> tuple[str, ...]:
+    """What a person looks at first in a folder: each file's name, size and first lines, bounded.
+
+    Why: a command written from the request alone guesses the data's shape (which column holds the amounts);
+    one written after a glance at the files reads it, and a small model's first command is right far more often."""
     root = Path(workspace).expanduser()
-    found: list[str] = []
     if not root.is_dir():
         return ()
-    for folder, dirs, files in os.walk(root):
-        rel = os.path.relpath(folder, root)
-        level = 0 if rel == "." else rel.count(os.sep) + 1
-        dirs.sort()
-        found += [os.path.normpath(os.path.join(rel, d)) + "/" for d in dirs]
-        found += [os.path.normpath(os.path.join(rel, f)) for f in sorted(files)]
-        if level + 1 >= depth:
-            dirs.clear()
-        if len(found) > 10 * most:
+    files: list[Path] = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        files += [Path(folder) / n for n in sorted(names) if not n.startswith(".")]
+        if len(files) > 10 * most:
             break
-    found.sort()
-    return tuple(found[:most]) + ((f"… and {len(found) - most} more",) if len(found) > most else ())
+    files.sort()
+    shown = []
+    for path in files[:most]:
+        rel = path.relative_to(root).as_posix()
+        try:
+            info = path.lstat()
+            if not stat.S_ISREG(info.st_mode):  # a link, a FIFO or a device: named, never opened (a FIFO blocks)
+                shown.append(f"{rel} ({'link' if stat.S_ISLNK(info.st_mode) else 'not a regular file'})")
+                continue
+            with open(path, "rb") as handle:
+                data = handle.read(4096)
+        except OSError:
+            continue
+        mode = " executable" if info.st_mode & 0o111 else ""
+        shown.append(f"{rel} ({info.st_size} bytes{mode})")
+        if b"\x00" in data:
+            shown.append("  (binary)")
+            continue
+        for line in data.decode("utf-8", "replace").splitlines()[:lines]:
+            shown.append("  | " + line[:GLANCE_LINE_CHARS])
+    if len(files) > most:
+        shown.append(f"… and {len(files) - most} more files")
+    return tuple(shown)

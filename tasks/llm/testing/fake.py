@@ -78,7 +78,7 @@ class ScriptedLLM:
         """The tool mode a test chose (``mode``, native by default)."""
         return self.mode
 
-    async def command(self, role: str, messages: list[dict]) -> str | None:
+    async def command(self, role: str, messages: list[dict], temperature: float | None = None) -> str | None:
         """The next queued command (schema name ``Command``): a string, or None for an answer holding none."""
         return self._next(self.answers["Command"], role, "Command", messages)
 

@@ -62,8 +62,8 @@ __all__ = ["KEEP_ALIVE_S", "SCHEMA_NAMED", "Scenario", "ScriptEntry", "ScriptedL
 KEEP_ALIVE_S = 60
 """How long an idle client connection stays open (uvicorn's default is 5 s, exactly httpx's keep-alive expiry:
 a connection reused just as the server closes it fails with ReadError, as a call 5 s after the last one did)."""
-COMMAND_HEAD = "Role R2, writing the reference run"
-"""How a free request for one command begins (tasks/roles/planner.REFERENCE_HEAD): answered from ``Command``."""
+VOTE_HEAD = "Write ONE bash command that does this request in the current folder."
+"""How a vote request begins (tasks/roles/voter.VOTE_HEAD): answered from ``Vote``."""
 SCHEMA_NAMED = re.compile(r'schema named "?([A-Za-z_][A-Za-z0-9_]*)')
 """How the NAME is read from a system message in JSON-object mode."""
 
@@ -157,8 +157,8 @@ def route_name(body: dict, known: set[str]) -> str | None:
     system = message_text([m for m in body.get("messages", []) if m.get("role") == "system"])
     if TOOLS_NOTE_HEAD in system or BASH_NOTE_HEAD in system:
         return "tools"
-    if COMMAND_HEAD in system:
-        return "Command"
+    if message_text([m for m in body.get("messages", []) if m.get("role") == "user"]).startswith(VOTE_HEAD):
+        return "Vote"
     fmt = body.get("response_format") or {}
     if fmt.get("type") == "json_schema":
         return (fmt.get("json_schema") or {}).get("name")

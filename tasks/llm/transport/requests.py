@@ -144,7 +144,9 @@ class RequestBuilder:
         window = window_of(self.settings.llm, self._server(ep))
         fitted, budget = fit_request(role, window, self.settings.llm, request)
         refused = self.negotiator.profile(ep).sampling_refused
-        return {**fitted, **sampling(self.settings.llm, frozenset(refused))}, budget
+        chosen = sampling(self.settings.llm, frozenset(refused))
+        own = {k: v for k, v in fitted.items() if k not in SAMPLING_FIELDS or k not in refused}
+        return {**{k: v for k, v in chosen.items() if k not in request}, **own}, budget
 
 
 def sampling(params: LLMParams, refused: frozenset[str] = frozenset()) -> dict[str, Any]:
