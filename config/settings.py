@@ -127,6 +127,9 @@ class CheckParams(BaseModel):
     vote_temperature: float = Field(0.8, ge=0, description="Sampling temperature of every vote after the first, so "
                                     "votes differ where the model is unsure.")
     first_vote_temperature: float = Field(0.2, ge=0, description="Sampling temperature of a task's first vote.")
+    vote_framings: list[Literal["shell", "python"]] = Field(
+        ["shell", "python"], min_length=1, description="How votes are asked for, in turn: a shell one-liner, or "
+        "a short Python program run by python3 -c (samples of one prompt share its mistakes).")
 
 
 class AblationParams(BaseModel):

@@ -49,7 +49,8 @@ async def ballot_for(runtime_id: str, spec: TaskSpec) -> Ballot | None:
     first = await votes_task(runtime_id, request, folder, checks.votes_initial, True)
 
     async def draw(count: int) -> list[str]:
-        return await votes_task(runtime_id, request, folder, count, False)
+        drawn = len(record.ballot.commands) if record.ballot is not None else len(first)
+        return await votes_task(runtime_id, request, folder, count, False, drawn)
 
     async def adopt(winner: Vote, result: Path, executor_changes: list[tree.PathChange]) -> bool:
         return await _lay_winner(runtime_id, winner, result, executor_changes)

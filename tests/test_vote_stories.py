@@ -77,6 +77,8 @@ def test_the_executor_right_the_first_vote_wrong_two_more_agree_accepted_with_no
     assert (folder / "total.txt").read_text().strip() == "24.75"
     assert "AgentVerdict" not in schemas(server) and "TaskVerdict" not in schemas(server)
     assert schemas(server).count("Vote") == 3
+    asked = [json.dumps(r["body"]["messages"]) for r in server.requests if r["schema"] == "Vote"]
+    assert sum("python3 -c" in text for text in asked) == 1  # shell, Python, shell: framings in turn
     checked = [r for r in decisions(artoo_env) if r.get("kind") == "check" and r.get("form") == "reference"]
     assert checked and checked[-1]["status"] == "met" and "3 of 4 counted votes agree" in checked[-1]["reason"]
     # code, not a model, says what is on disk: the file as read, never the executor's "20.75"

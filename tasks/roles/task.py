@@ -77,16 +77,19 @@ async def plan_task(runtime_id: str, spec: TaskSpec, calibration_block: str, dir
 
 
 @task(name="votes", task_run_name="votes · draw {count}", **ROLE_TASK)
-async def votes_task(runtime_id: str, request: str, folder: str, count: int, first: bool) -> list[str]:
-    """Draw ``count`` votes on the whole request, each from the user's words and a glance at the folder as it was;
-    the commands that came (a refused or failed call gives none: votes are evidence, not a reason to fail)."""
+async def votes_task(runtime_id: str, request: str, folder: str, count: int, first: bool,
+                     start: int = 0) -> list[str]:
+    """Draw ``count`` votes on the whole request, each from the user's words and a glance at the folder as it was,
+    the framings taken in turn from the ``start``-th; the commands that came (a refused or failed call gives none:
+    votes are evidence, not a reason to fail)."""
     deps = asking(runtime_id).deps
     checks, logger = deps.settings.checks, get_run_logger()
     seen = "" if in_shared(str(deps.workspace)) else glance(folder)  # the run's shared text shows it already
     temperatures = [checks.first_vote_temperature if first and i == 0 else checks.vote_temperature
                     for i in range(count)]
-    answers = await asyncio.gather(*(voter.vote(deps.llm, request, seen, t) for t in temperatures),
-                                   return_exceptions=True)
+    framings = [checks.vote_framings[(start + i) % len(checks.vote_framings)] for i in range(count)]
+    answers = await asyncio.gather(*(voter.vote(deps.llm, request, seen, t, f)
+                                     for t, f in zip(temperatures, framings, strict=True)), return_exceptions=True)
     commands = []
     for answer in answers:
         if isinstance(answer, ArtooError):
