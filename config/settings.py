@@ -128,8 +128,9 @@ class CheckParams(BaseModel):
                                     "votes differ where the model is unsure.")
     first_vote_temperature: float = Field(0.2, ge=0, description="Sampling temperature of a task's first vote.")
     vote_framings: list[Literal["shell", "python"]] = Field(
-        ["shell", "python"], min_length=1, description="How votes are asked for, in turn: a shell one-liner, or "
-        "a short Python program run by python3 -c (samples of one prompt share its mistakes).")
+        ["shell"], min_length=1, description="How votes are asked for, in turn: a shell one-liner, or a short "
+        "Python program run by python3 -c (samples of one prompt share its mistakes; the 1.5B model's Python "
+        "one-liners did not run, so shell alone is the default).")
 
 
 class AblationParams(BaseModel):

@@ -62,9 +62,12 @@ def one_step(criteria: list) -> dict:
     return plan([subtask("sum the amount column of expenses.csv into total.txt", criteria, tools=["shell"])], [])
 
 
-def test_the_executor_right_the_first_vote_wrong_two_more_agree_accepted_with_no_judge(scripted, artoo_env):
+def test_the_executor_right_the_first_vote_wrong_two_more_agree_accepted_with_no_judge(scripted, artoo_env,
+                                                                                       monkeypatch):
     """Three votes: one sums the item names (0), two sum the amounts.  With the executor's work the right group
-    has three votes, the quorum: accepted, the executor's total.txt stands, and no validator is asked."""
+    has three votes, the quorum: accepted, the executor's total.txt stands, and no validator is asked.  With two
+    framings the votes take turns at them."""
+    monkeypatch.setenv("ARTOO_CHECKS__VOTE_FRAMINGS", '["shell", "python"]')
     folder = expenses(artoo_env)
     server = scripted(scenario(
         TaskSpec=[SPEC], Plan=[one_step([HOLDS])],

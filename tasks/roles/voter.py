@@ -5,8 +5,8 @@ Why short: a vote is one sample among several whose runs are compared by what th
 text and no plan; five such requests cost about as much as one executor turn.  It begins with the run's shared text
 all roles begin with, so a local server's prompt cache serves that part and the next role's call finds it still
 cached.  The first vote is sampled cool, the rest warmer, so votes differ where the model is unsure; and votes take
-turns at their framing (a shell one-liner, a short Python program), because samples of one model from one prompt
-share its mistakes, and a quorum of one shared mistake is a false accept.
+turns at the configured framings (a shell one-liner, a short Python program), because samples of one model from one
+prompt share its mistakes, and a quorum of one shared mistake is a false accept.
 """
 
 from __future__ import annotations
