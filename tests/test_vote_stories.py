@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import final_from, run_cli
 from tests.scenario_kit import call, command, crit, done, plan, scenario, spec, subtask
+from tests.test_check_stories import decisions, schemas
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
 
@@ -42,15 +43,6 @@ def expenses(artoo_env: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "expenses.csv").write_text(CSV)
     return folder
-
-
-def decisions(artoo_env: Path) -> list[dict]:
-    return [json.loads(line) for path in sorted((artoo_env / "home" / "decisions").rglob("*.jsonl"))
-            for line in path.read_text().splitlines()]
-
-
-def schemas(server) -> list[str]:
-    return [r["schema"] for r in server.requests if r["status"] == 200]
 
 
 def approve(action) -> bool:
