@@ -127,8 +127,6 @@ class RunRecord:
     """The folder as it was before the task: what the plan's reference run starts from."""
     snapshots: dict[str, Snapshot] = field(default_factory=dict)
     """Per subtask id, the folder as it was before its sequence group: what its criteria's checks start from."""
-    reference: str | None = None
-    """The task's reference run, once R2 was asked for it ("" when there is none); None until then."""
     plans: dict[str, int] = field(default_factory=dict)
     """Each plan dispatched in this task (as its JSON), with the round that ran it: a repeat is not run again."""
     ballot: Ballot | None = None
