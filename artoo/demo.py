@@ -22,19 +22,23 @@ REQUEST = "count the lines in my notes file and write the number to count.txt"
 NOTES = "buy milk\ncall the plumber\nrenew the passport\n"
 
 
-def _criteria(*texts: str) -> list[dict]:
-    return [{"criterion": t, "mode": "verifiable"} for t in texts]
+HOLDS_3 = "grep -qx 3 count.txt"
+"""The check the scripted plan gives what must hold on disk: code, not the scripted validators, decides it, so the
+demo is accepted the way a real run is."""
 
 
 def demo_scenario() -> dict:
     """The scripted brain's answers, per schema NAME, in the order they are asked."""
-    count_criteria = _criteria("the number of lines of the notes file is reported")
-    write_criteria = _criteria("count.txt exists in the workspace and holds the line count")
-    plan_1 = {"task_criteria": _criteria("count.txt holds the line count of the notes file"),
+    count_criteria = [{"criterion": "the number of lines of the notes file is reported", "mode": "plausible"}]
+    write_criteria = [{"criterion": "count.txt exists in the workspace and holds the line count",
+                       "mode": "verifiable", "check": HOLDS_3}]
+    task_criteria = [{"criterion": "count.txt holds the line count of the notes file", "mode": "verifiable",
+                      "check": HOLDS_3}]
+    plan_1 = {"task_criteria": task_criteria,
               "subtasks": [{"sequence": 1, "intent": "count the lines of the notes file",
                             "context": "the notes are probably in notes_old/notes.txt",
                             "success_criteria": count_criteria}]}
-    plan_2 = {"task_criteria": _criteria("count.txt holds the line count of the notes file"),
+    plan_2 = {"task_criteria": task_criteria,
               "subtasks": [{"sequence": 1, "intent": "find the notes file and count its lines",
                             "context": "the notes are not where round 1 looked; search the workspace for notes.txt",
                             "success_criteria": count_criteria},
@@ -90,7 +94,8 @@ def run_demo(as_json: bool = False, verbose: bool = False) -> FinalResult:
         (workspace / "data" / "notes.txt").write_text(NOTES, encoding="utf-8")
         saved = {k: os.environ.get(k) for k in _DEMO_ENV}
         os.environ.update({"OPENAI_BASE_URL": server.base_url, "OPENAI_MODEL": "scripted-demo",
-                           "OPENAI_API_KEY": "demo", "ARTOO_LAW1_MODE": "deny"})
+                           "OPENAI_API_KEY": "demo", "ARTOO_LAW1_MODE": "deny",
+                           "ARTOO_CHECKS__REFERENCE_CALL": "false"})  # the scripted brain has no votes to draw
         for key in ("BRAIN_BASE_URL", "BRAIN_MODEL", "TOOL_BASE_URL", "TOOL_MODEL"):
             os.environ.pop(key, None)
         try:
@@ -113,7 +118,7 @@ def run_demo(as_json: bool = False, verbose: bool = False) -> FinalResult:
 
 
 _DEMO_ENV = ("OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_API_KEY", "ARTOO_LAW1_MODE", "BRAIN_BASE_URL",
-             "BRAIN_MODEL", "TOOL_BASE_URL", "TOOL_MODEL")
+             "BRAIN_MODEL", "TOOL_BASE_URL", "TOOL_MODEL", "ARTOO_CHECKS__REFERENCE_CALL")
 
 
 def _restore(saved: dict) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from artoo.config.contracts import FinalResult
+from artoo.config.contracts import FINAL_WORDS, FinalResult
 from artoo.config.settings import Settings
 
 err = Console(stderr=True, highlight=False)
@@ -239,8 +239,10 @@ def run_request(request: str, settings: Settings, workspace: Path | None, as_jso
 def report(final: FinalResult, document: dict, console: Console | None = None) -> None:
     """The human summary: directive, summary, next steps and the per-role cost report."""
     console = console or Console(highlight=False)
-    colour = {"accept": "green", "success": "green", "unsure": "yellow"}.get(final.directive, "red")
-    console.print(f"\n[bold {colour}]{final.directive}[/] after {final.replans} replan(s): {final.summary}")
+    colour = {"accept": "green", "success": "green", "unsure": "yellow", "unverified": "yellow"}.get(final.directive,
+                                                                                                      "red")
+    word = FINAL_WORDS.get(final.directive, final.directive)
+    console.print(f"\n[bold {colour}]{word}[/] after {final.replans} replan(s): {final.summary}")
     for step in final.next_steps:
         console.print(f"  next: {step}")
     table = Table(title="cost by role", title_justify="left")

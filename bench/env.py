@@ -53,9 +53,10 @@ def homes(root: Path, name: str) -> dict[str, str]:
 
 def llm_env(base_url: str) -> dict[str, str]:
     """Point both tiers at a scripted endpoint; one transport attempt, as the tests do.  The call budget is
-    lifted: a benchmark measures what orchestration adds to a scenario's calls, not where a budget cuts them."""
+    lifted: a benchmark measures what orchestration adds to a scenario's calls, not where a budget cuts them; and
+    the scripted validators' pass accepts (``ggs.accept_judged``), so "1 subtask accept" ends the way it is named."""
     return {"OPENAI_BASE_URL": base_url, "OPENAI_MODEL": "scripted", "OPENAI_API_KEY": "bench",
-            "ARTOO_LLM_MAX_RETRIES": "0", "ARTOO_GGS__MAX_CALLS": "100000"}
+            "ARTOO_LLM_MAX_RETRIES": "0", "ARTOO_GGS__MAX_CALLS": "100000", "ARTOO_GGS__ACCEPT_JUDGED": "true"}
 
 
 def isolate(root: Path) -> dict[str, str]:

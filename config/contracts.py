@@ -19,11 +19,15 @@ FailureClass = Literal["logical", "environmental"]
 CriterionMode = Literal["verifiable", "plausible"]
 MacroState = Literal["abandon", "success", "break_symmetry", "change_approach", "change_path", "refine"]
 ActionDirective = Literal["refine", "change_path", "change_approach", "break_symmetry"]
-FinalDirective = Literal["accept", "success", "abandon", "unsure"]
-"""unsure (artoo's extension): the independent runs of the request split and none reached the quorum; nothing was
-applied, and the alternatives are in the output."""
-EXIT_CODES: dict[str, int] = {"accept": 0, "success": 0, "abandon": 1, "unsure": 3}
+FinalDirective = Literal["accept", "success", "abandon", "unsure", "unverified"]
+"""Two of artoo's extensions.  unsure: the independent runs of the request split and none reached the quorum;
+nothing was applied, and the alternatives are in the output.  unverified: the GGS would accept, but no check or vote
+decided some verifiable criterion (a model alone judged it), so the run is done without the word "accepted"."""
+EXIT_CODES: dict[str, int] = {"accept": 0, "success": 0, "abandon": 1, "unsure": 3, "unverified": 4}
 """How a run that ended with each directive exits (2 is a usage or configuration error)."""
+FINAL_WORDS: dict[str, str] = {"accept": "accept", "success": "success", "abandon": "abandon", "unsure": "unsure",
+                               "unverified": "done, unverified"}
+"""How the final line names each directive: only a result code checked is ever called accepted."""
 Urgency = Literal["low", "normal", "high"]
 MemoryAction = Literal["Ignore", "Exploit", "Avoid", "Caution"]
 Level = Literal["M", "K", "C", "T"]
@@ -414,7 +418,7 @@ class FinalResult(Contract):
     prev_directive: str = "init"
     """The directive before the final one."""
     directive: FinalDirective
-    """accept, success, abandon or unsure."""
+    """accept, success, abandon, unsure or unverified."""
     next_steps: list[str] = Field(default_factory=list)
     """On abandon: what to try next (R2's graceful failure)."""
 

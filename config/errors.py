@@ -44,7 +44,7 @@ class PlanRejected(RunFailure):
 
 class TimeBudgetSpent(RunFailure):
     """The task's time (``ggs.time_budget_ms``, the person's Law-1 waits aside) ran out: no further request is sent,
-    so a task ends within its budget plus the calls already under way."""
+    and one under way is cut off, so a task ends within its budget."""
 
     failure_class = "environmental"
 

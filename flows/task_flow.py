@@ -39,6 +39,7 @@ from artoo.flows.law1 import make_gate, resolve_mode
 from artoo.flows.round import RoundBrief, round_flow, round_run_name, send_plan_early
 from artoo.tasks.bus.events import Bus
 from artoo.tasks.checks.evaluate import confined_from, take_snapshot
+from artoo.tasks.checks.votes import ends_unsure
 from artoo.tasks.decisions.log import DecisionLog, in_scope
 from artoo.tasks.ggs.controller import GGSController
 from artoo.tasks.ggs.task import artifact_key, ggs_task
@@ -227,8 +228,8 @@ async def _medium_loop(runtime_id: str, run: Runtime, request: str, history: lis
             decision = await ggs_task(runtime_id, controller, message, elapsed_ms, round_no, paused_ms,
                                       deps.llm.spent)  # Ω counts the calls spent: a spent budget ends the task
         ballot = record.ballot
-        if ballot is not None and ballot.decision is not None and ballot.decision.outcome == "unsure" \
-                and (decision.final is None or decision.final.directive != "accept"):
+        if ends_unsure(ballot.decision if ballot is not None else None,
+                       decision.final.directive if decision.final is not None else None):
             unsure = decision.final or FinalResult(task_id=spec.task_id, summary="", loss=decision.loss,
                                                    grad_l=decision.grad_l, replans=round_no - 1, directive="abandon")
             final = unsure_result(unsure, deps.workspace, record.before.path, ballot)
@@ -283,7 +284,7 @@ def _with_law1(final: FinalResult, decisions: list[str]) -> FinalResult:
 def final_markdown(final: FinalResult, records: list | None = None) -> str:
     """The FinalResult as the markdown artifact a person reads first, with the per-role LLM cost."""
     label = {"accept": "✅ accepted", "success": "✅ success (within threshold)", "abandon": "⛔ abandoned",
-             "unsure": "❔ unsure"}
+             "unsure": "❔ unsure", "unverified": "⚠️ done, unverified"}
     lines = [f"# {label.get(final.directive, final.directive)}: `{final.task_id}`", "", final.summary, "",
              "| D | P | Ω | L | ∇L | replans |", "|---|---|---|---|---|---|",
              f"| {final.loss.D:.3f} | {final.loss.P:.3f} | {final.loss.Omega:.3f} | {final.loss.L:.3f} "

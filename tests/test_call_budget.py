@@ -92,6 +92,25 @@ def test_no_request_is_sent_after_the_deadline_and_a_vote_is_refused_too():
     assert affords == (False, False, True)  # the Dreamer belongs to no task: its calls weigh nothing
 
 
+def test_a_call_under_way_when_the_time_runs_out_is_cut_off_there():
+    """The server takes 5 s; the task's time ends 0.5 s after the request left: the call ends then, its weight
+    given back, and the run is told the budget is spent."""
+    import time
+
+    from artoo.config.errors import TimeBudgetSpent
+
+    slow = {"answer": SPEC_ANSWER, "latency_s": 5.0}
+    with ScriptedLLMServer({"answers": {"TaskSpec": [slow]}}) as srv:
+        llm = _llm(srv.base_url, 30)
+        ends = time.monotonic() + 0.5
+        llm.deadline = lambda: ends
+        started = time.monotonic()
+        got = _ask(llm, 1)
+        took = time.monotonic() - started
+    assert isinstance(got[0], TimeBudgetSpent), got
+    assert took < 4.0 and llm.spent == 0  # cut at the deadline, not answered after the server's 5 s
+
+
 @pytest.mark.parametrize("spent", [-1.0, float("nan"), float("inf")])
 def test_a_spent_count_that_is_no_count_is_refused(spent):
     with pytest.raises(ValueError, match="spent"):

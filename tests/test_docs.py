@@ -198,7 +198,7 @@ def value_of(written: str) -> object:
 def default_of(name: str) -> object:
     section, dot, key = name.partition(".")
     field = SECTIONS[section].model_fields[key] if dot else Settings.model_fields[section]
-    default = field.default
+    default = field.default_factory() if field.default_factory is not None else field.default
     return str(default) if isinstance(default, Path) else default
 
 

@@ -35,7 +35,8 @@ def test_console_approval_in_an_interactive_terminal(tmp_path):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "ARTOO_", "OPENAI_"))}
         env.update(ARTOO_HOME=str(tmp_path / "home"), PREFECT_HOME=str(tmp_path / "prefect"),
                    OPENAI_BASE_URL=server.base_url, OPENAI_MODEL="scripted", OPENAI_API_KEY="k",
-                   ARTOO_SERVER__LINGER_S="3")  # its lingering server goes soon after the test, not in ten minutes
+                   ARTOO_SERVER__LINGER_S="3",  # its lingering server goes soon after the test, not in ten minutes
+                   ARTOO_GGS__ACCEPT_JUDGED="true")  # the scripted validators' pass accepts, as in tests/conftest.py
         proc = subprocess.Popen([ARTOO, "run", "--json", "--workspace", str(workspace), "delete old.log"],
                                 stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         os.close(slave)

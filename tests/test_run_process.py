@@ -58,8 +58,10 @@ def env(tmp_path: Path, prefect_api: str) -> dict[str, str]:
                                                                        "ARTOO_"))}
     return {**clean, "ARTOO_HOME": str(tmp_path / "home"), "ARTOO_WORKSPACE": str(tmp_path / "ws"),
             "ARTOO_LAW1_MODE": "deny", "PREFECT_API_URL": prefect_api,
-            # one scripted answer per turn, as in tests/conftest.py: no content probe, no validator re-ask
-            "ARTOO_LLM__CONTENT_PROBE": "false", "ARTOO_LLM__REJUDGE_UNGROUNDED": "false"}
+            # one scripted answer per turn, as in tests/conftest.py: no content probe, no validator re-ask, no votes;
+            # and the scripted validators' pass accepts, as there
+            "ARTOO_LLM__CONTENT_PROBE": "false", "ARTOO_LLM__REJUDGE_UNGROUNDED": "false",
+            "ARTOO_CHECKS__REFERENCE_CALL": "false", "ARTOO_GGS__ACCEPT_JUDGED": "true"}
 
 
 def brain(env: dict[str, str], script: dict):

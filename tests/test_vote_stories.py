@@ -142,6 +142,21 @@ def test_a_broken_check_beside_an_agreeing_quorum_is_dropped_not_judged(scripted
     assert statuses and set(statuses) == {"broken"}
 
 
+def test_an_agreeing_quorum_ends_the_attempt_after_the_call_that_met_it(scripted, artoo_env):
+    """The plan's check passes before the work too (it cannot tell), but once the executor's first call leaves what
+    the votes agree on, the step is decided by the step's own rule: the executor is not asked for another turn."""
+    folder = expenses(artoo_env)
+    server = scripted(scenario(
+        TaskSpec=[SPEC], Plan=[one_step([crit(HOLDS, check="test -f expenses.csv")])],
+        Vote=[command(RIGHT_TOO), command(RIGHT_AGAIN), command(WRONG)],
+        tools=[call("shell", command=RIGHT), call("shell", command="cat total.txt"), done("the total is 24.75")],
+    ))
+    code, out, err = run_cli("run", "--json", "--workspace", str(folder), REQUEST)
+    assert (code, final_from(out)["directive"]) == (0, "accept"), err[-3000:]
+    assert schemas(server).count("tools") == 1  # one turn: the call that met the quorum, no "is it done?"
+    assert "AgentVerdict" not in schemas(server)
+
+
 def test_votes_that_differ_only_in_form_are_one_group(scripted, artoo_env):
     """Two votes write the list under reports/, one beside the data, one sorts it another way: one group with the
     executor's work."""

@@ -52,6 +52,8 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "accepted_right": sum(r["accepted"] and r["right"] for r in rows),
             "unsure": sum(bool(r.get("unsure")) for r in rows),
             "unsure_top_right": sum(r.get("top_group_right") is True for r in rows),
+            "unverified": sum(bool(r.get("unverified")) for r in rows),
+            "unverified_right": sum(bool(r.get("unverified")) and r["right"] for r in rows),
             "votes": sum(r.get("votes", 0) for r in rows), "vote_tokens": sum(r.get("vote_tokens", 0) for r in rows),
             "median_votes": _median([r.get("votes", 0) for r in rows]),
             "over_240_s": sum(r["wall_seconds"] > 240 for r in rows),
@@ -100,7 +102,7 @@ def _cell(r: dict[str, Any] | None) -> str:
     if r is None:
         return "-"
     verdict = "right" if r["right"] else ("FALSE ACCEPT" if r["false_accept"] else "wrong")
-    verdict += " · unsure" if r.get("unsure") else ""
+    verdict += " · unsure" if r.get("unsure") else (" · unverified" if r.get("unverified") else "")
     calls = r["llm_calls"]
     return f"{verdict} · {calls} call{'' if calls == 1 else 's'} · {r['wall_seconds']:.1f} s"
 
@@ -119,15 +121,17 @@ def markdown(doc: dict[str, Any]) -> str:
     lines = [f"# artoo eval everyday: {_brain_line(doc['brain'])}", "",
              f"{len(doc['task_list'])} tasks; load average before the run {load}; {machine.get('cpus')} CPUs", "",
              "| runner | right | accepted and right | one-step | multi-step | false accepts | unsure (top right) "
+             "| unverified (right) "
              "| median wall s | median calls (one-step) | votes (median, tokens) | prompt tokens | completion tokens "
              "| cached |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, t in doc["totals"].items():
         share = "n/a" if t["cache_share"] is None else f"{t['cache_share']:.0%}"
         lines.append(f"| {name} | {t['right']}/{t['tasks']} | {t.get('accepted_right', '-')} | "
                      f"{t['right_one_step']}/{t['one_step']} | "
                      f"{t['right_multi_step']}/{t['multi_step']} | {t['false_accepts']} | "
-                     f"{t.get('unsure', 0)} ({t.get('unsure_top_right', 0)}) | {t['median_wall_s']} | "
+                     f"{t.get('unsure', 0)} ({t.get('unsure_top_right', 0)}) | "
+                     f"{t.get('unverified', 0)} ({t.get('unverified_right', 0)}) | {t['median_wall_s']} | "
                      f"{t['median_calls']} ({t['median_calls_one_step']}) | "
                      f"{t.get('votes', 0)} ({t.get('median_votes')}, {t.get('vote_tokens', 0)}) | "
                      f"{t['prompt_tokens']} | "

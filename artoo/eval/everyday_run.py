@@ -163,6 +163,7 @@ async def artoo_row(task: EverydayTask, base: Path, brain: SimulatedBrain | None
                      exit_code=EXIT_CODES.get(final.get("directive"), 1), final_directive=final.get("directive"),
                      rounds=final.get("replans", 0) + 1 if final else 0, law1_questions=len(oracle.questions),
                      law1=oracle.questions, mistakes=carried, unsure=final.get("directive") == "unsure",
+                     unverified=final.get("directive") == "unverified",
                      votes=votes.get("calls", 0),
                      vote_tokens=votes.get("prompt_tokens", 0) + votes.get("completion_tokens", 0))
     if out["unsure"]:

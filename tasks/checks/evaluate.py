@@ -92,7 +92,8 @@ async def take_snapshot(workspace: Path, confined: Confined) -> Snapshot:
     """A copy of ``workspace`` now, within the bounds; a Snapshot with no path and a note when it cannot be had."""
     if confined.bwrap is None:
         return Snapshot(None, "checks cannot run here: " + (sandbox.bwrap_problem() or "they are turned off "
-                        "(checks.enabled or tools.sandbox)") + "; criteria are judged by the model")
+                        "(checks.enabled or tools.sandbox)") + "; a model judges the criteria, so the run can end "
+                        "done, unverified at best, never accepted")
     scratch = Path(tempfile.mkdtemp(prefix="artoo-before-"))
     try:
         await asyncio.to_thread(tree.copy_tree, workspace, scratch / "folder", confined.max_bytes, confined.max_files)
@@ -177,7 +178,10 @@ def _groups_text(cast: list[Vote], decision: Decision) -> str:
 
 async def _one(criterion: Criterion, workspace: Path, before: Snapshot, confined: Confined,
                printed: list[str], task_before: Snapshot, reference_result: Path | None = None,
-               ballot: Ballot | None = None) -> CheckOutcome:
+               ballot: Ballot | None = None, voted: bool = False) -> CheckOutcome:
+    """One criterion's outcome.  ``voted``: the run's votes decide the request, so a check that does the work
+    instead of testing it is one more sample, never a veto on its own (two samples that differ say only that one
+    of them is wrong): it is left undecided, for the votes' quorum to cover."""
     command = criterion.check.strip()
     if criterion.criterion == REFERENCE_CRITERION:  # the whole request: from the folder as it was before the task
         before = task_before
@@ -198,7 +202,13 @@ async def _one(criterion: Criterion, workspace: Path, before: Snapshot, confined
             return CheckOutcome(criterion=criterion.criterion, command=command, status="broken", form="reference",
                                 reason="the check writes, and " + (before.note or "no copy of the folder is kept"))
         ran = await _reference(command, workspace, before, confined)
-        return from_reference(criterion.criterion, ran, await _executor_changes(before.path, workspace), whole=False)
+        outcome = from_reference(criterion.criterion, ran, await _executor_changes(before.path, workspace),
+                                 whole=False)
+        if voted and outcome.status == "unmet":
+            return outcome.model_copy(update={"status": "judge", "reason": "it does the work instead of testing it, "
+                                              "and one more run that differs is no proof: the votes decide ("
+                                              + outcome.reason + ")"})
+        return outcome
     was = theirs = None
     if after.exit_code == 0 and before.path is not None:
         was = await run_confined(command, workspace, confined, source=before.path)
@@ -230,7 +240,8 @@ async def check_criteria(criteria: list[Criterion], workspace: Path, before: Sna
         result = _winning_result(ballot, start)
     for c in checked:
         if id(c) not in done:
-            done[id(c)] = await _one(c, workspace, before, confined, list(printed), start, result)
+            done[id(c)] = await _one(c, workspace, before, confined, list(printed), start, result,
+                                     voted=ballot is not None)
     refuting = [o.criterion for o in done.values() if o.refutes]
     for c in references:
         if refuting and ballot is None and done[id(c)].status == "unmet":

@@ -37,8 +37,10 @@ __all__ = ["Comparison", "Entry", "PathChange", "TooLarge", "changes", "compare"
 
 HEAD_CHARS = 400
 """Characters of a changed file's text kept in its record (what a judge and a correction are shown)."""
-_TOKEN = re.compile(r"[^\s,;:|()\[\]{}\"'`]+")
-"""A word, number or path of a file's text: what stays when only its layout changes."""
+_TOKEN = re.compile(r"[^\s,;:|()\[\]{}]+")
+"""A word, number or path of a file's text: what stays when only its layout changes.  Quotes stay part of a word:
+``"ann@example.com"`` is a JSON string literal, ``ann@example.com`` an address, and a file of the one is not the
+other in another layout."""
 HASH_LIMIT = 16 * 1024 * 1024
 """Files larger than this are compared by size and modification time only, never read whole; nor is more than
 this of an archive's decompressed data read (an archive that holds more is compared by its bytes)."""

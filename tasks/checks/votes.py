@@ -162,3 +162,9 @@ def decide(votes: Sequence[Vote], quorum: Quorum, drawn: int) -> Decision:
                         f"{quorum.margin}", **base)
     return Decision(outcome="unsure", reason=f"{tally}: no group reached the quorum of {quorum.needed} with a lead "
                     f"of {quorum.margin} within {quorum.max_votes} drawn votes", **base)
+
+
+def ends_unsure(decision: Decision | None, directive: str | None) -> bool:
+    """Whether a task ends unsure: its votes split with no quorum, and the GGS did not accept on other evidence
+    (``directive``: the GGS's final directive this round, None while it replans)."""
+    return decision is not None and decision.outcome == "unsure" and directive != "accept"

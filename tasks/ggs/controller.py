@@ -100,6 +100,18 @@ def _verified_gap(reading: _Reading) -> bool:
     return any(v.verdict == "fail" and v.mode == "verifiable" for v in _verdicts(reading))
 
 
+def judged_by_model(reading: _Reading) -> list[str] | None:
+    """The round's verifiable criteria a model decided (no check or vote did), [] when code decided every one, and
+    None when the round had no verifiable criterion at all.
+
+    Why: an accept rests on its weakest verdict, and a model's pass may be a false accept; a round that leans on one
+    ends ``unverified``, never ``accept``."""
+    verifiable = [v for v in _verdicts(reading) if v.mode == "verifiable"]
+    if not verifiable:
+        return None
+    return list(dict.fromkeys(v.criterion for v in verifiable if v.by != "check"))
+
+
 def verified_checks(reading: _Reading) -> tuple[str, ...] | None:
     """The checks of a round whose every verifiable criterion code decided and found met (None otherwise).
 
@@ -270,10 +282,14 @@ class GGSController:
         still = list(self._open) if state == "abandon" else [c for c, _ in failing]
         unmet = sorted(still, key=lambda c: -self._persistence[c])
         summary = self._summary(state, reason, message, reading, unmet)
+        directive = state
+        judged = judged_by_model(reading) if state in SUCCESS_STATES and not self.params.accept_judged else []
+        if judged is None or judged:  # the GGS's state stays (memory keeps it, without a verified line)
+            directive, summary = "unverified", _unverified_summary(reading, judged, unmet)
         return FinalResult(
             task_id=self.task_id, summary=summary, output=_merged_output(message, reading.outcomes),
             loss=loss_, grad_l=reading.grad, replans=reading.round - 1,
-            prev_directive=self._prev_directive, directive=state,
+            prev_directive=self._prev_directive, directive=directive,
             next_steps=self._next_steps(reason, unmet) if state == "abandon" else [],
         )
 
@@ -356,6 +372,18 @@ class GGSController:
                 f"outcomes=[{_counts(reading.outcomes)}] "
                 f"law1_wait={reading.paused_ms / 1000:.1f}s (not in Ω) blocked_tools=[{', '.join(tools)}] "
                 f"blocked_targets=[{', '.join(b.label() for b in self._targets)}]")
+
+
+def _unverified_summary(reading: _Reading, judged: list[str] | None, unmet: list[str]) -> str:
+    """What a done-but-unverified run tells the person: what matched, and which criteria only a model judged."""
+    matched = sum(1 for o in reading.outcomes if o.status == "matched")
+    still = f" (still unmet: {'; '.join(unmet)})" if unmet else ""
+    head = (f"Done, unverified, after {reading.round - 1} replan(s): {matched} of {len(reading.outcomes)} "
+            f"subtask(s) matched{still}")
+    if judged is None:
+        return f"{head}, but the plan had no criterion code could check. Look at the result before relying on it."
+    return (f"{head}, but no check or vote decided {len(judged)} verifiable criterion(s), which a model judged: "
+            f"{'; '.join(judged)}. Look at the result before relying on it.")
 
 
 TRIED_KEPT = 6

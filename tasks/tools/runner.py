@@ -63,8 +63,9 @@ class ShellRunner:
         if self.sandbox_mode != "off":
             binary = await asyncio.to_thread(sandbox.find_bwrap)
             if binary is None and self.sandbox_mode == "require":
-                raise ToolError("shell refused: the sandbox is required but bubblewrap cannot run here: "
-                                f"{sandbox.bwrap_problem()}", "environmental")
+                raise ToolError("shell refused: the sandbox is required (tools.sandbox = \"require\") but "
+                                f"bubblewrap cannot run here: {sandbox.bwrap_problem()}. To run commands with limits "
+                                "only, unconfined, set ARTOO_TOOLS__SANDBOX=auto", "environmental")
         hidden = (Path(self.settings.home).expanduser(),)  # artoo's home: memory, audit log, settings, history
         box = sandbox.Sandbox(self.workspace, network, self.limits, binary, hidden)
         if not self._described:

@@ -15,9 +15,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from artoo.config.contracts import EXIT_CODES as EXIT_CODES_BY_DIRECTIVE
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTOO = Path(sys.executable).with_name("artoo")
-EXIT_CODES = {0, 1, 2}
+EXIT_CODES = {*EXIT_CODES_BY_DIRECTIVE.values(), 2}
 
 
 def clear_outcome(code: int, stdout: str, stderr: str) -> dict | str:
@@ -28,8 +30,8 @@ def clear_outcome(code: int, stdout: str, stderr: str) -> dict | str:
     if lines:
         assert len(lines) == 1, f"expected one JSON line on stdout, got {len(lines)}"
         final = json.loads(lines[0])
-        assert final["directive"] in ("accept", "success", "abandon")
-        assert code == (0 if final["directive"] in ("accept", "success") else 1)
+        assert final["directive"] in EXIT_CODES_BY_DIRECTIVE
+        assert code == EXIT_CODES_BY_DIRECTIVE[final["directive"]]
         return final
     assert code != 0, "exit 0 without a FinalResult"
     error = [line for line in stderr.splitlines() if line.startswith("artoo")]

@@ -153,6 +153,24 @@ class OpenAICompatLLM(RequestBuilder):
             self._spent += weight
         return weight
 
+    async def _within_deadline(self, role: str, weight: float, request: Awaitable[Any]) -> Any:
+        """``request``'s answer, cut off when the task's time runs out while it is under way (TimeBudgetSpent; its
+        weight given back): the time budget is a hard stop for a call in flight too, so a slow answer cannot take
+        a task past it."""
+        if not weight or self.deadline is None:
+            return await request
+        call = asyncio.ensure_future(request)
+        try:
+            while (left := self.deadline() - time.monotonic()) > 0:  # read again: a Law-1 wait moves the deadline
+                done, _ = await asyncio.wait({call}, timeout=left)
+                if done:
+                    return call.result()
+            self._give_back(weight)
+            raise TimeBudgetSpent(self.settings.ggs.time_budget_ms / 1000, role)
+        finally:
+            if not call.done():
+                call.cancel()
+
     def _give_back(self, weight: float) -> None:
         """Return the weight of a request that got no answer (``spent`` says why)."""
         with self._budget_lock:
@@ -342,8 +360,8 @@ class OpenAICompatLLM(RequestBuilder):
                     reply, latency = await answer_of(early)
                     response = read_reply(reply)
                 else:
-                    response = await _tracked(role, ep, self._client(ep).chat.completions.create(
-                        model=ep.model, **kwargs))
+                    response = await self._within_deadline(role, weight, _tracked(
+                        role, ep, self._client(ep).chat.completions.create(model=ep.model, **kwargs)))
                     latency = time.perf_counter() - started
             except openai.APIError as exc:
                 error = classify(exc, role, ep, sent_format="response_format" in kwargs,
