@@ -16,7 +16,7 @@ with a chat template before anything uses it.  llama.cpp is built from the sourc
 there, so a second run costs nothing.
 
 Progress and messages go to stderr; ``serve`` and ``up`` print only ``export`` lines on stdout (the
-three ``OPENAI_*`` and three ``ARTOO_*`` settings a small CPU model needs), so
+three ``OPENAI_*`` and four ``ARTOO_*`` settings a small CPU model needs), so
 ``eval "$(python bench/local_model.py serve)"`` sets them.
 
 One file, because the recipe is one concept a user copies and runs: standard library only, so it runs
@@ -712,11 +712,12 @@ SMALL_MODEL_SETTINGS = (
     ("ARTOO_LLM__TEMPERATURE", "0.2"),  # llama.cpp samples at 0.8 by default: a 1.5B model's JSON goes erratic
     ("ARTOO_LLM__MAX_TOKENS", "1024"),  # a small model that loops otherwise writes until its window is full
     ("ARTOO_GGS__TIME_BUDGET_MS", "210000"),  # 3.5 min, a hard stop: a task ends within 4 min or says why
+    ("ARTOO_LLM__TOOL_MODE", "bash"),  # measured against native and content (bench/README, 2026-12-02): the fastest
 )
 
 
 def exports_text(base_url: str, model: str, api_key: str = "local") -> str:
-    """The lines a shell evaluates: three point artoo at the server, three suit it to a small CPU model."""
+    """The lines a shell evaluates: three point artoo at the server, four suit it to a small CPU model."""
     return "\n".join([f"export OPENAI_BASE_URL={shlex.quote(base_url)}",
                       f"export OPENAI_API_KEY={shlex.quote(api_key)}",
                       f"export OPENAI_MODEL={shlex.quote(model)}",

@@ -21,9 +21,9 @@ __all__ = ["TEXTS", "count", "main", "rows"]
 TEXTS: dict[str, str] = {
     "the laws (every call)": LAWS,
     "R1 role": perceiver.ROLE,
-    "R2 role (plan, with its worked example)": planner.ROLE,
+    "R2 role (plan, with its worked example)": planner.ROLE.replace("{tools}", planner.tools_text(specs_for(set()))),
     "a vote (its head; the request and the glance follow)": voter.VOTE_HEAD,
-    "R3 role, tool calls": executor.ROLE,
+    "R3 role, tool calls": executor.role_text("native", specs_for(set())),
     "R3 role, bash blocks": executor.BASH_ROLE,
     "R3 tool definitions (native tools)": json.dumps(specs_for(set())),
     "R3 content-protocol note": tools_note(specs_for(set())),

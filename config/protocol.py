@@ -64,10 +64,9 @@ class ExecutionAnswer(Answer):
     """The answer."""
 
 
-# Evidence before the verdict: a model writes the fields in schema order (a grammar holds it to it).
-# Qwen2.5-Coder-1.5B, writing ``verdict`` first, committed to "fail" on a correct ``wc -l`` result and
-# then wrote 1,000 tokens justifying it.  The docstring is the schema's description: the
-# model reads it, so it stays one line.
+# Evidence before the verdict: a model writes the fields in schema order (a grammar holds it to it), and a small
+# model that writes ``verdict`` first commits to it before it has read the evidence, then spends its tokens
+# justifying it.  The docstring is the schema's description: the model reads it, so it stays one line.
 class VerdictAnswer(Answer):
     """One criterion's verdict as a validator writes it: the evidence first, then the verdict."""
 

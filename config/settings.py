@@ -143,8 +143,8 @@ class CheckParams(BaseModel):
     first_vote_temperature: float = Field(0.2, ge=0, description="Sampling temperature of a task's first vote.")
     vote_framings: list[Literal["shell", "python"]] = Field(
         ["shell"], min_length=1, description="How votes are asked for, in turn: a shell one-liner, or a short "
-        "Python program run by python3 -c (samples of one prompt share its mistakes; the 1.5B model's Python "
-        "one-liners did not run, so shell alone is the default).")
+        "Python program run by python3 -c (samples of one prompt share its mistakes; small CPU models write "
+        "Python one-liners that often do not run, so shell alone is the default).")
 
 
 class AblationParams(BaseModel):
@@ -202,7 +202,7 @@ class LLMParams(BaseModel):
         "probe falls back to default_context_tokens, never fails a run).")
     temperature: float | None = Field(
         None, ge=0, le=2, description="Sampling temperature sent with every request. Unset: the server's default "
-        "(llama.cpp and llama-cpp-python sample at 0.8, which makes a 1.5B model's JSON and commands erratic; the "
+        "(llama.cpp and llama-cpp-python sample at 0.8, which makes a small model's JSON and commands erratic; the "
         "local-model recipe sets 0.2). Some hosted reasoning models refuse any value: leave it unset for them.")
     max_tokens: int | None = Field(
         None, ge=16, description="Longest answer, in tokens, sent as max_tokens with every request. Unset: no "
@@ -215,14 +215,14 @@ class LLMParams(BaseModel):
     silent_tool_answers: int = Field(
         3, ge=0, description="Executor attempts in a row whose first answer is a final one, no native tool called, "
         "before the endpoint and model move to the JSON-in-content tool protocol (remembered in "
-        "$ARTOO_HOME/llm/negotiated.json like a refusal). Qwen2.5-Coder-1.5B on llama-server never called native "
-        "tools and did call them in the content protocol. 0: the mode moves only on a refusal.")
+        "$ARTOO_HOME/llm/negotiated.json like a refusal): a small model may never call native tools and yet call "
+        "them in the content protocol. 0: the mode moves only on a refusal.")
     content_probe: bool = Field(
         True, description="When an executor's first turn under native tools is a final answer with no tool called, "
         "ask the same turn once more in the JSON-in-content protocol; a tool call there moves the endpoint and model "
         "to that protocol at once (remembered like a refusal), instead of after silent_tool_answers attempts. "
-        "Qwen2.5-Coder-1.5B on both llama.cpp servers answered native tool turns without calling and called glob "
-        "in the content protocol. Costs one request per such turn while tools are native.")
+        "A small model that answers native tool turns without calling a tool often calls one in the content "
+        "protocol. Costs one request per such turn while tools are native.")
     tool_mode: Literal["auto", "native", "content", "bash"] = Field(
         "auto", description="How the executor acts: auto (negotiated per endpoint and model: native tools, moved to "
         "the JSON-in-content protocol when the model does not call them natively), native (the tools request "
@@ -235,8 +235,8 @@ class LLMParams(BaseModel):
         "of the work. The second answer is grounded by the same rules and is final.")
     brain_timeout_s: float | None = Field(
         None, gt=0, description="Seconds one brain-tier request (R1, R2, R4b, the Dreamer) may take. Unset: "
-        f"llm_timeout_s when that is set, else {BRAIN_TIMEOUT_S:g}: a local CPU model (Qwen2.5-Coder-1.5B on "
-        "llama.cpp: ~47 prompt tokens/s, ~15 answer tokens/s) needs ~90 s to read a full 4,096-token prompt and "
+        f"llm_timeout_s when that is set, else {BRAIN_TIMEOUT_S:g}: a small local CPU model (on llama.cpp: "
+        "~47 prompt tokens/s, ~15 answer tokens/s) needs ~90 s to read a full 4,096-token prompt and "
         "~40 s to write a 600-token plan, so ~130 s, with margin for a loaded machine.")
     tool_timeout_s: float | None = Field(
         None, gt=0, description="Seconds one tool-tier request (R3's turns, R4a) may take. Unset: llm_timeout_s "

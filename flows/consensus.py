@@ -39,7 +39,7 @@ async def ballot_for(runtime_id: str, spec: TaskSpec) -> Ballot | None:
     of the folder as it was, or votes switched off)."""
     run = get_runtime(runtime_id)
     record, settings = run.record, run.deps.settings
-    if record.ballot is not None:
+    if record.ballot is not None or record.no_votes:
         return record.ballot
     checks = settings.checks
     if not (checks.enabled and checks.reference_call and record.confined is not None
@@ -47,6 +47,10 @@ async def ballot_for(runtime_id: str, spec: TaskSpec) -> Ballot | None:
         return None
     folder, request = str(record.before.path), (spec.raw_input or spec.intent)
     first = await votes_task(runtime_id, request, folder, checks.votes_initial, True)
+    if not first:  # the endpoint gave no vote at all: the task is decided without votes, never unsure for want of one
+        record.no_votes = True
+        get_run_logger().warning("no vote could be drawn: this task is decided by its checks and validators alone")
+        return None
 
     async def draw(count: int) -> list[str]:
         drawn = len(record.ballot.commands) if record.ballot is not None else len(first)

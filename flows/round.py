@@ -275,9 +275,9 @@ async def _run_groups(runtime_id: str, deps: RunDeps, round_no: int, groups: lis
         for st in group:
             index += 1
             st = st.model_copy(update={"context": plan_rules.group_context(st.context, outcomes)}) if outcomes else st
+            tools = served(set(blocked_tools))
             deps.llm.send_early("R3", TOOLS_SCHEMA, executor.messages_for(st, None, str(deps.workspace),
-                                                                       executor.acts_by(deps.llm)),
-                              served(set(blocked_tools)))
+                                                                       executor.acts_by(deps.llm), tools), tools)
             named = run_named(subtask_flow, subtask_run_name(round_no, index, st.intent))
             runs.append(named(runtime_id, st, blocked_tools, blocked_targets, list(blocked_pairs)))
         outcomes.extend(await asyncio.gather(*runs))

@@ -246,11 +246,11 @@ def test_runtime_code_never_imports_the_llm_test_doubles():
     assert "artoo.demo" in users  # the rule sees the demo's own (lazy) import of the scripted server
 
 
-def test_the_llm_layer_is_at_most_fourteen_modules_each_saying_why_and_what_it_exports():
+def test_the_llm_layer_is_at_most_eighteen_modules_each_saying_why_and_what_it_exports():
     import importlib
 
     layer = [name for name in MODULES if within(name, "artoo.tasks.llm") and not within(name, TEST_DOUBLES)]
-    assert len(layer) <= 14, f"tasks/llm has {len(layer)} modules besides its test doubles: {layer}"
+    assert len(layer) <= 18, f"tasks/llm has {len(layer)} modules besides its test doubles: {layer}"
     for name in [n for n in MODULES if within(n, "artoo.tasks.llm")]:
         module = importlib.import_module(name)
         assert (module.__doc__ or "").strip(), f"{name}: no docstring saying why it exists"

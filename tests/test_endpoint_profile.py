@@ -19,15 +19,9 @@ import pytest
 from artoo.config.protocol import SCHEMAS
 from artoo.config.settings import load_settings
 from artoo.tasks.llm import OpenAICompatLLM
-from artoo.tasks.llm.profile import (
-    CacheBehaviour,
-    ContextWindow,
-    EndpointProfile,
-    ProfileStore,
-    describe,
-    refused_feature,
-    store_path,
-)
+from artoo.tasks.llm.capability import CacheBehaviour, ContextWindow, EndpointProfile, describe
+from artoo.tasks.llm.profile_store import ProfileStore, store_path
+from artoo.tasks.llm.refusals import refused_feature
 from artoo.tasks.llm.testing.scripted_server import Scenario, ScriptedLLMServer, route_name
 from artoo.tasks.llm.testing.server_refusals import PROFILES
 from artoo.tasks.llm.testing.transcript import entry_of, read_transcript

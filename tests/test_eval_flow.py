@@ -86,7 +86,7 @@ def test_an_endpoint_eval_carries_what_the_server_accepts_across_strategies_and_
     """llama-cpp-python refuses json_schema once: each strategy's fresh home starts from what the person's home
     (and the strategy before) learnt, so the eval pays one refused request, and the person's home keeps it."""
     from artoo.eval.harness import EvalOptions, run_eval
-    from artoo.tasks.llm.profile import ProfileStore, store_path
+    from artoo.tasks.llm.profile_store import ProfileStore, store_path
     from tests.scenario_kit import agent, call, done, plan, scenario, spec, subtask, task_verdict, verdict
 
     c = "keep.txt is printed"

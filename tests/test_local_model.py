@@ -159,7 +159,7 @@ def test_part_names(n: int, requirement: str, member: str):
 
 
 SMALL_MODEL_EXPORTS = ("export ARTOO_LLM__TEMPERATURE=0.2\nexport ARTOO_LLM__MAX_TOKENS=1024\n"
-                       "export ARTOO_GGS__TIME_BUDGET_MS=210000\n")
+                       "export ARTOO_GGS__TIME_BUDGET_MS=210000\nexport ARTOO_LLM__TOOL_MODE=bash\n")
 
 
 @pytest.mark.parametrize(("url", "model", "text"), [

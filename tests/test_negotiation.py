@@ -20,7 +20,8 @@ from artoo.config.settings import load_settings
 from artoo.tasks.llm import TOOLS_SCHEMA, OpenAICompatLLM
 from artoo.tasks.llm.output.extract import content_tool_calls
 from artoo.tasks.llm.output.modes import NEXT_STEP, content_messages, tool_request
-from artoo.tasks.llm.profile import ProfileStore, refused_feature, store_path
+from artoo.tasks.llm.profile_store import ProfileStore, store_path
+from artoo.tasks.llm.refusals import refused_feature
 from artoo.tasks.llm.testing.scripted_server import Scenario, ScriptedLLMServer
 from artoo.tasks.llm.testing.server_refusals import PROFILES
 from artoo.timeline import render

@@ -20,7 +20,7 @@ from artoo.config.settings import LLMParams, load_settings
 from artoo.runner import report
 from artoo.tasks.decisions.log import DecisionLog
 from artoo.tasks.llm import CallRecord, OpenAICompatLLM, cost_report
-from artoo.tasks.llm.profile import from_models, from_props, server_root
+from artoo.tasks.llm.server_facts import from_models, from_props, server_root
 from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 from artoo.tasks.llm.transport.budget import (
     BLOCK_FLOOR,

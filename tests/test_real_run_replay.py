@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from artoo.tasks.llm.profile import ProfileStore, store_path
+from artoo.tasks.llm.profile_store import ProfileStore, store_path
 from artoo.tasks.llm.testing.transcript import scenario_from_transcript
 from artoo.timeline import render
 from tests.conftest import final_from, run_cli

@@ -243,8 +243,9 @@ def test_first_prompt_states_the_subtask_and_the_priority_chain():
     _, llm, _ = run([{"status": "completed", "output": "12"}])
     system_text, prompt = (m["content"] for m in llm.calls[0]["messages"])
     assert llm.calls[0]["role"] == "R3"
-    for tool in ("locate", "glob", "read_file", "write_file", "shell", "search"):
-        assert tool in system_text
+    assert "1. glob, 2. shell." in system_text  # the toolbox serves these two: the chain names them, no others
+    for tool in ("locate", "read_file", "write_file", "search"):
+        assert tool not in system_text
     assert "Never deceive" in system_text
     assert SUBTASK.intent in prompt and "/srv/proj" in prompt and "output is an integer" in prompt
     assert "RETRY" not in prompt

@@ -17,8 +17,9 @@ import pytest
 
 from artoo.config.settings import load_settings
 from artoo.tasks.llm import OpenAICompatLLM
+from artoo.tasks.llm.negotiator import SilentToolWatch
 from artoo.tasks.llm.output.modes import NEXT_STEP, TOOLS_NOTE_HEAD
-from artoo.tasks.llm.profile import ProfileStore, SilentToolWatch, store_path
+from artoo.tasks.llm.profile_store import ProfileStore, store_path
 from artoo.tasks.llm.testing.scripted_server import Scenario, ScriptedLLMServer
 from artoo.tasks.llm.testing.transcript import entry_of, read_transcript
 

@@ -20,7 +20,7 @@ from artoo.tasks.llm import OpenAICompatLLM
 from artoo.tasks.llm.output.extract import content_tool_calls
 from artoo.tasks.llm.output.modes import PROTOCOL_KEYS, TURN_SCHEMA, tool_request, turn_format, turn_schema
 from artoo.tasks.llm.output.repair import repair_answer
-from artoo.tasks.llm.profile import ProfileStore, store_path
+from artoo.tasks.llm.profile_store import ProfileStore, store_path
 from artoo.tasks.llm.testing.scripted_server import ScriptedLLMServer
 
 GLOB = {"type": "function", "function": {"name": "glob", "description": "Find files", "parameters": {

@@ -157,6 +157,22 @@ def test_an_agreeing_quorum_ends_the_attempt_after_the_call_that_met_it(scripted
     assert "AgentVerdict" not in schemas(server)
 
 
+def test_an_endpoint_that_gives_no_vote_leaves_the_task_to_its_checks_never_unsure(scripted, artoo_env):
+    """Every vote request fails (the endpoint has no answer for it): the task is decided without votes, by its own
+    check, and the votes are not asked for again."""
+    folder = expenses(artoo_env)
+    server = scripted(scenario(
+        TaskSpec=[SPEC], Plan=[one_step([crit(HOLDS, check="grep -qx 24.75 total.txt")])],
+        tools=[call("shell", command=RIGHT), done("the total is 24.75")],
+    ))
+    code, out, err = run_cli("run", "--json", "--workspace", str(folder), REQUEST)
+    assert (code, final_from(out)["directive"]) == (0, "accept"), err[-3000:]
+    assert "no vote could be drawn" in err
+    order = [r["schema"] for r in server.requests]
+    assert "Vote" in order and "tools" in order
+    assert max(i for i, name in enumerate(order) if name == "Vote") < order.index("tools")  # none drawn later
+
+
 def test_votes_that_differ_only_in_form_are_one_group(scripted, artoo_env):
     """Two votes write the list under reports/, one beside the data, one sorts it another way: one group with the
     executor's work."""

@@ -1,6 +1,6 @@
 """``artoo config``: the effective settings, and each LLM endpoint's profile as artoo found it.
 
-The second part is read from ``$ARTOO_HOME/llm/negotiated.json`` (artoo.tasks.llm.profile): a user
+The second part is read from ``$ARTOO_HOME/llm/negotiated.json`` (artoo.tasks.llm.profile_store): a user
 whose model answers oddly sees at once which structured-output and tool mode artoo settled on and the
 refusal that made it, the sampling fields the endpoint refused, its context window and its prompt
 cache.  An endpoint the settings name but no request has reached yet is listed with the forms its
@@ -22,7 +22,8 @@ from artoo.config.errors import ArtooError, ConfigurationError
 
 if TYPE_CHECKING:
     from artoo.config.settings import Settings
-    from artoo.tasks.llm.profile import EndpointProfile, ProfileStore
+    from artoo.tasks.llm.capability import EndpointProfile
+    from artoo.tasks.llm.profile_store import ProfileStore
 
 err = Console(stderr=True, highlight=False)
 
@@ -30,7 +31,7 @@ err = Console(stderr=True, highlight=False)
 def config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Print the effective settings, secrets masked, and the profile of each LLM endpoint."""
     from artoo.config.settings import load_settings
-    from artoo.tasks.llm.profile import ProfileStore, store_path
+    from artoo.tasks.llm.profile_store import ProfileStore, store_path
 
     try:
         settings = load_settings()
@@ -110,7 +111,7 @@ def known_profiles(settings: Settings, store: ProfileStore) -> list[EndpointProf
 
 def profiles_section(path: Path | None, profiles: list[EndpointProfile]) -> str:
     """Each endpoint's profile: the request forms it takes and why, what it refused, its window and its cache."""
-    from artoo.tasks.llm.profile import describe
+    from artoo.tasks.llm.capability import describe
 
     lines = [f"LLM endpoint profiles ({path}; delete it to probe again):"]
     for profile in profiles:

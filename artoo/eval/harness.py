@@ -220,12 +220,13 @@ async def run_sequence(suite: Suite, tasks: list[Task], strategy: str, options: 
 
 def carry_negotiated(source: Path, target: Path) -> None:
     """Copy what one home learnt of each endpoint (its profile's request forms) into another
-    (artoo.tasks.llm.profile).
+    (artoo.tasks.llm.profile_store).
 
     Why: a strategy's fresh home must not know what memory learnt, but what the *server* accepts is not
     memory: without this each strategy (and the person's next ``artoo run``) pays the refused requests
     and the silent executor attempts again, minutes each on a local CPU model."""
-    from artoo.tasks.llm.profile import KINDS, ProfileStore, store_path
+    from artoo.tasks.llm.capability import KINDS
+    from artoo.tasks.llm.profile_store import ProfileStore, store_path
 
     into = ProfileStore(store_path(target))
     for base_url, models in ProfileStore(store_path(source)).entries().items():

@@ -205,7 +205,7 @@ def empty_handed(changes: list[tree.PathChange]) -> bool:
 
     Why: most wrong commands print nothing (a grep for a name in a listing, a filter that matches no line), so an
     executor trying command after command will sooner or later leave the same empty file as a wrong reference
-    run did, and agree with it; a real run did exactly that."""
+    run did, and so agree with it."""
     files = [c for c in changes if c.node == "file" and c.change != "deleted"]
     return bool(files) and all(c.size == 0 for c in files)
 

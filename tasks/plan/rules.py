@@ -121,9 +121,9 @@ def normalise_sequences(plan: PlanAnswer) -> PlanAnswer:
 def drop_blocked_tools(plan: PlanAnswer, must_not_tools: set[str]) -> tuple[PlanAnswer, list[str]]:
     """The plan with blocked tools struck from each subtask's declared ``tools``, and one note per subtask.
 
-    Why: after a break_symmetry that blocked ``glob``, Qwen2.5-Coder-1.5B listed ``glob`` again in the plan
-    *and* in the re-ask, and the round was lost on a rule the toolbox enforces anyway (a blocked tool is
-    never offered to the executor).  Used only on the re-asked plan: the first answer is still re-asked with
+    Why: a small model may list a blocked tool again in the plan *and* in the re-ask, and failing the round
+    for that would lose it on a rule the toolbox enforces anyway (a blocked tool is never offered to the
+    executor).  Used only on the re-asked plan: the first answer is still re-asked with
     the problem stated, so a model that can change its approach does.  Pure.
     """
     blocked = {t.strip().casefold() for t in must_not_tools if t and t.strip()}
@@ -147,9 +147,9 @@ def _later_files(criterion: str, intent: str) -> list[str]:
 def place_task_criteria(plan: PlanAnswer) -> tuple[PlanAnswer, list[str]]:
     """Task criteria copied onto an early step moved to the last step; the plan and one note per move.
 
-    Why: Qwen2.5-Coder-1.5B planned "find all .txt files" as step 1 of 2 with the task's own criterion
-    "The file 'totals.md' exists" (tests/transcripts): step 1 cannot meet it, so every attempt failed,
-    step 2 (which writes totals.md) never ran, and the round was lost.  The repair is narrow: a criterion
+    Why: a small model may copy a task criterion onto an early step that cannot meet it ("totals.md exists"
+    on a step that only finds the .txt files), so every attempt fails, the later step that writes the file
+    never runs, and the round is lost.  The repair is narrow: a criterion
     of a subtask before the last sequence group that repeats a task criterion verbatim and names a file
     the subtask's intent does not.  It leaves that subtask (R4b still checks the task criterion on the
     combined output) for the last group's single subtask, and a step left with no criterion is checked on
@@ -188,10 +188,9 @@ REQUEST_LINE = "The user's request, in their own words (this step is all of it):
 def with_request(plan: PlanAnswer, request: str) -> tuple[PlanAnswer, list[str]]:
     """A one-subtask plan whose subtask is given the request's own words at the head of its context.
 
-    Why: Qwen2.5-Coder-1.5B planned "count the lines of every .txt file … and write the totals to
-    totals.md" as one subtask, "Find all .txt files in the working folder and count their lines", with
-    the criterion "totals.md … holds the total number of lines", more than once: the request's "write
-    the totals" reached the executor in no words, and it wrote the grand total.  A single subtask is the
+    Why: a small planner may restate the request in narrower words ("write the totals to totals.md"
+    becoming a criterion on "the total number of lines"), and an executor shown only the plan then does the
+    narrower thing (the grand total instead of one total per file).  A single subtask is the
     whole task, so the request cannot lead it beyond its step; in a plan of several, each step would be
     drawn to do all of it, so those are left as planned.  Pure; the plan and a note, or the plan unchanged.
     """
@@ -257,10 +256,10 @@ def reference_criteria(reference: str) -> list[Criterion]:
 def recorded_calls(calls: list[ToolCall], limit: int = EARLIER_CALLS_CHARS) -> str:
     """An earlier step's tool calls as code recorded them, one ``tool: input → output`` each, latest kept.
 
-    Why: a small model's answer describes its work instead of holding it.  Qwen2.5-Coder-1.5B ran
-    ``wc -l *.txt`` in step 1 and answered "the count … is recorded in line_counts.txt"; step 2, shown
-    only that sentence, globbed ``*.txt`` until its attempts ran out, and did so in several runs.
-    The printed counts are what step 2 needs, and code, not the model, has them.
+    Why: a small model's answer describes its work instead of holding it ("the count … is recorded in
+    line_counts.txt" after ``wc -l *.txt`` printed the counts), and a later step shown only that sentence
+    redoes the work until its attempts run out.  What the commands printed is what the later step needs,
+    and code, not the model, has it.
     """
     lines = []
     for call in calls:

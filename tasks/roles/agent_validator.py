@@ -56,9 +56,9 @@ quoted from the tool call or the file it rests on; and when failing a failure_cl
   environmental — the world blocked a sound approach (network, permission, file not found, timeout).
 When anything fails, what_was_wrong says the gap and what_to_do the concrete change for the next
 attempt; otherwise both are null."""
-"""R4a's role text.  The criterion by number and evidence in one line: Qwen2.5-Coder-1.5B copied each
-criterion with its "1. [plausible]" label, and asked to quote the tool call repeated one tool line until
-``max_tokens`` (1,024 tokens, minutes on a CPU); numbers are aligned by code."""
+"""R4a's role text.  The criterion by number and evidence in one line: a small model copies a criterion's text
+with its "1. [plausible]" label, and asked to quote the tool call may repeat one tool line until ``max_tokens``
+(minutes on a CPU); numbers are aligned by code."""
 
 
 def named_files(subtask: SubTask) -> list[str]:

@@ -7,9 +7,8 @@ the model fenced as untrusted data.  Code also bounds the attempt: at most
 ``max_tool_calls`` calls; the same call asked right after itself is not run (the model is told why),
 and asked once more it ends the attempt; a shell command the step already ran (in this attempt or an earlier
 one) is not run again, and asked again after that it ends the attempt; so does a turn asking for the
-same several calls as the turn before (Qwen2.5-Coder-1.5B repeated ``glob`` then
-``cat *.txt | wc -l >> totals.md`` four turns running, appending to the file each time) — all end as
-``uncertain`` with the reason, never as a claimed success.  The executor never retries on
+same several calls as the turn before (a model that repeats a turn which appends to a file grows the file each
+time) — all end as ``uncertain`` with the reason, never as a claimed success.  The executor never retries on
 its own; a retry is R4a's CorrectionSignal, stated in the next attempt's prompt.
 """
 
@@ -32,6 +31,7 @@ from artoo.tasks.roles.prompting import (
     user,
     working_folder,
 )
+from artoo.tasks.tools.specs import SPECS
 
 CALL_OUTPUT_CHARS = 1500
 """Characters of each call's output kept in the structured record (the planner sees it on a replan)."""
@@ -49,25 +49,33 @@ RULES = """- Your first answer acts: you know nothing about the files or the mac
 """What every executor is told, whichever way it acts."""
 
 ROLE = f"""Role R3, Executor. Carry out ONE subtask by calling tools, then report honestly.
-Tool priority chain (use the highest applicable tool):
-1. locate — personal files anywhere in the user's home; always use it for files outside the project.
-2. glob — project files by filename pattern, recursive within the project root.
-3. read_file / write_file — read one file; write generated output into the artoo workspace.
-4. shell — bash for counting, aggregation, or operations the tools above do not cover.
-5. search — web search.
+{{chain}}
 Rules:
 {RULES}
 - A file that must hold a command's output: redirect the command into it in the same call, e.g. for "put
   each .log file's count of ERROR lines into errors.txt" the one call
   {{"name": "shell", "arguments": {{"command": "grep -c ERROR *.log > errors.txt"}}}}
-  or write it in a later turn, once the output came back. A write_file asked in the same turn as the call
-  whose output it needs is not run.
+  or write it in a later turn, once the output came back.{{write_note}}
 - When the tool output shows the subtask is done (or that it cannot be done), call no more tools and
   answer with only a JSON object:
   {{"status": "completed" | "uncertain" | "failed", "output": "<the result itself: the data, paths, counts>"}}
   completed: the subtask is done; uncertain: you are not sure it is; failed: it could not be done.
   Put the concrete result in output, not a description of it."""
-"""R3's role text when it acts through tool calls (native tools, or the JSON-in-content protocol)."""
+"""R3's role text when it acts through tool calls (native tools, or the JSON-in-content protocol); ``{chain}`` is
+the tools offered, in priority order (``tool_chain``)."""
+
+
+WRITE_NOTE = " A write_file asked in the same turn as the call\n  whose output it needs is not run."
+"""The role's rule about write_file, said only where write_file is offered."""
+
+
+def tool_chain(specs: list[dict]) -> str:
+    """The tools offered to this attempt by name, in the toolbox's priority order.  Built from the served tools,
+    so a blocked tool or one the machine cannot serve (``search`` offline) is never named; what each does is said
+    once, by the tool's own definition (``tasks/tools/specs.py``), which the request carries."""
+    names = [s.get("function", s).get("name") for s in specs]
+    return "Tools, in priority order (use the first that applies; each tool's definition says what it does): " \
+        + ", ".join(f"{i}. {name}" for i, name in enumerate(names, 1)) + "."
 
 BASH_ROLE = f"""Role R3, Executor. Carry out ONE subtask by running bash commands, then report honestly.
 Rules:
@@ -78,9 +86,14 @@ Rules:
 """R3's role text in the bash-block protocol: no tool definitions, the format is the protocol's own note."""
 
 
-def role_text(mode: str) -> str:
-    """The executor's role text for how it acts (``llm.tool_mode``, or negotiated)."""
-    return BASH_ROLE if mode == "bash" else ROLE
+def role_text(mode: str, specs: list[dict] | None = None) -> str:
+    """The executor's role text for how it acts (``llm.tool_mode``, or negotiated), naming the tools ``specs``
+    offers (every tool when None)."""
+    if mode == "bash":
+        return BASH_ROLE
+    specs = SPECS if specs is None else specs
+    writes = any(s.get("function", s).get("name") == "write_file" for s in specs)
+    return ROLE.replace("{chain}", tool_chain(specs)).replace("{write_note}", WRITE_NOTE if writes else "")
 
 
 def acts_by(llm) -> str:
@@ -112,32 +125,31 @@ def shown_criteria(subtask: SubTask) -> str:
 
 
 def messages_for(subtask: SubTask, correction: CorrectionSignal | None, workspace: str = "",
-                 mode: str = "native") -> list[dict]:
+                 mode: str = "native", specs: list[dict] | None = None) -> list[dict]:
     """R3's opening prompt: intent, the working folder, context, criteria, and on retry the CorrectionSignal;
-    ``mode``: how it acts (the role text says it)."""
+    ``mode``: how it acts (the role text says it); ``specs``: the tools served to it."""
     folder = [working_folder(workspace)] if workspace and not in_shared(workspace) else []
     parts = [f"Subtask intent: {subtask.intent}", *folder,
              f"Context:\n{subtask.context.strip() or '(none)'}",
              f"Success criteria the result will be checked against:\n{shown_criteria(subtask)}"]
     if correction is not None:
         parts.append(_correction_block(correction))
-    return [system(role_text(mode)), user("\n\n".join(parts))]
+    return [system(role_text(mode, specs)), user("\n\n".join(parts))]
 
 
 REDIRECT = ("A file that must hold what a command prints is made by that command redirected into it, in one "
             "shell call (command > file), never written by hand. ")
-"""Said after a tool result while a file the criteria name does not exist yet: after
-``glob`` listed the three files, Qwen2.5-Coder-1.5B wrote ``10 15 20`` and ``Total lines: 3`` into totals.md
-by hand; the same rule in the role text, 2,000 tokens back, did not reach it."""
+"""Said after a tool result while a file the criteria name does not exist yet: a small model tends to write such a
+file by hand from what it remembers of the output, and the same rule in the role text, thousands of tokens back, does
+not reach it."""
 
 
 def with_checklist(messages: list[dict], subtask: SubTask, files: list[str] | None = None) -> list[dict]:
     """The conversation as sent: after a tool result, the criteria again and when to stop, at the end.
 
-    Why: Qwen2.5-Coder-1.5B ran ``wc -l *.txt > totals.md`` (the subtask done) and kept calling tools
-    until it had overwritten totals.md with something else; the criteria it should stop at were 2,000
-    tokens back, in the first message.  Only the request carries the reminder: the kept conversation
-    does not grow by one per turn.
+    Why: a small model that has done the subtask may keep calling tools and overwrite its own result, because the
+    criteria it should stop at are thousands of tokens back, in the first message.  Only the request carries the
+    reminder: the kept conversation does not grow by one per turn.
 
     ``files``: the files the criteria name, as they are now (read by code).  A small model, after
     ``wc -l *.txt`` the model alternated ``read_file totals.md`` and ``glob`` until the call limit, never
@@ -175,11 +187,9 @@ REPEATED = ("this is the same call as the one just before, and its output is abo
             "final answer. Asking for the same call again ends this attempt.")
 """Why a call asked twice in a row is not run, once per attempt (the second repeat ends the attempt).
 
-Qwen2.5-Coder-1.5B asks for ``glob *.txt`` again right after it answered.  In one real run every attempt
-of round 1 was ``glob``, ``glob``, and round 2's ``locate``, ``locate``: ending the attempt at the repeat
-spent it before the model was ever told that the output it needed was in front of it.  Told so, it asked
-for ``glob *.txt`` a third time: the next turn is therefore offered every tool but the repeated one
-(``offered``), which a server's grammar then holds the answer to."""
+A small model may ask for the call that just answered again.  Ending the attempt at the first repeat spends it
+before the model is told the output it needs is in front of it; told so, it may still repeat, so the next turn is
+offered every tool but the repeated one (``offered``), which a server's grammar then holds the answer to."""
 
 
 def offered(specs: list[dict], held_out: str | None) -> list[dict]:
@@ -248,10 +258,9 @@ def with_printed(answer: str, tool: str, lines: list[str]) -> str:
     """The executor's answer, with what its last listing printed added when the answer quotes none of it.
 
     Why: the result a person asked for ("find the files modified in the last 30 days") is what the
-    command printed, and a small model answers with a sentence about it.  Qwen2.5-Coder-1.5B ran
-    ``find … -type f -mtime -30`` and answered "the files … are listed in the output" (an InterCode
-    task): the run was accepted and the person was never shown a file.  Code adds the lines, labelled
-    as recorded by code, so the answer holds the data; an answer that quotes half of it is left alone.
+    command printed, and a small model answers with a sentence about it ("the files are listed in the output"),
+    which would leave the person never shown a file.  Code adds the lines, labelled as recorded by code, so the
+    answer holds the data; an answer that quotes half of it is left alone.
     """
     if not lines or _quotes(answer, lines):
         return answer
@@ -296,7 +305,8 @@ async def execute(llm, subtask: SubTask, toolbox, correction: CorrectionSignal |
     command this attempt ran already; one refused and asked again ends the attempt."""
     if max_tool_calls < 1:
         raise ValueError(f"max_tool_calls must be at least 1, got {max_tool_calls}")
-    messages = messages_for(subtask, correction, str(getattr(toolbox, "workspace", "") or ""), acts_by(llm))
+    messages = messages_for(subtask, correction, str(getattr(toolbox, "workspace", "") or ""), acts_by(llm),
+                            toolbox.specs())
     evidence: list[str] = []
     calls: list[ToolCall] = []
     previous: str | None = None

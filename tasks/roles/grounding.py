@@ -3,8 +3,9 @@
 Checks decide the criteria that carry one (artoo.tasks.checks); what is left is judged by a model, and a small
 one passes what it is told.  What it says it saw is checked here against what code recorded: the tool calls,
 the named files as code read them after the work, and which files existed before the task.  Each rule is a
-named object with one reason (``RULES``); none reads the words of a criterion, only its file names (by path
-syntax) and recorded facts.  R4a and R4b share them (a role never imports another).
+named object with one reason (``RULES``) reading recorded facts and a criterion's file names (by path syntax);
+one, ``echoes``, also compares the evidence with the criterion's words (docs/deviations.md lists the rules that
+read English words, with the tests that keep them).  R4a and R4b share them (a role never imports another).
 """
 
 from __future__ import annotations

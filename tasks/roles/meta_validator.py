@@ -57,9 +57,9 @@ ROLE = """Role R4b, Meta-Validator. Decide whether the COMBINED result meets eve
   whether a file exists and what it holds. A file that does not exist there fails its criterion. For a
   criterion about a file, the evidence is a line of what that file holds there.
 - summary: one honest paragraph for the user on what was achieved and what is missing."""
-"""R4b's role text.  The file-evidence line: in three real runs Qwen2.5-Coder-1.5B passed "totals.md
-holds …" quoting the executor's sentence with the file as code read it in front of it; code failed each
-pass (grounding.ECHOED) and the round was spent."""
+"""R4b's role text.  The file-evidence line: a small judge passes a file criterion by quoting the executor's
+sentence even with the file as code read it in front of it, and code then fails that pass (grounding.ECHOED),
+spending the round."""
 
 
 class KeptResult(BaseModel):

@@ -83,8 +83,8 @@ def stated_deadline(deadline: str | None, raw_input: str) -> str | None:
     """The model's deadline, kept only when the request has words that set one ("by Friday", "within an
     hour", "before 5pm", "due", "tomorrow"); else None.
 
-    Why: Qwen2.5-Coder-1.5B (in an eval) gave "find files … modified 30 days ago" the deadline
-    2023-04-15T12:00:00Z.  R1 must not add constraints (spec R1: no narrowing), and the planner is
+    Why: a small model invents a deadline from any date-like words ("modified 30 days ago" got a
+    timestamp).  R1 must not add constraints (spec R1: no narrowing), and the planner is
     shown the deadline.  Code cannot read a date, but it can see that nothing in the words sets one.
     """
     return deadline if deadline and _DEADLINE_WORDS.search(raw_input) else None

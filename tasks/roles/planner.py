@@ -13,6 +13,7 @@ from __future__ import annotations
 from artoo.config.contracts import BlockedTarget, FinalResult, PlanDirective, SubTaskOutcome, TaskSpec
 from artoo.config.protocol import FailureReport, PlanAnswer
 from artoo.tasks.roles.prompting import as_text, cap, fence_untrusted, in_shared, system, user, working_folder
+from artoo.tasks.tools.specs import served
 
 EVIDENCE_CALL_CHARS = 600
 """Characters of one tool call's output quoted to the planner on a replan."""
@@ -21,12 +22,15 @@ EVIDENCE_CALLS = 6
 WORKED_RESULT_CHARS = 400
 """Characters of a matched subtask's result quoted to the planner on a replan."""
 
-TOOLS = """Tools the executor has, in priority order (it picks the highest applicable):
-1. locate — find personal files anywhere in the user's home (fast index). Use for files outside the project.
-2. glob — find project files by filename pattern, recursively within the project root.
-3. read_file / write_file — read one file; write generated output into the artoo workspace.
-4. shell — bash for counting, aggregation, or anything the tools above do not cover.
-5. search — web search."""
+
+
+def tools_text(specs: list[dict]) -> str:
+    """The executor's tools as the planner is told them: the ones served to this run, in priority order, each in
+    its own definition's words (``tasks/tools/specs.py``), so a plan never counts on a blocked or unserved tool."""
+    lines = [f"{i}. {f['name']} — {f.get('description', '')}"
+             for i, f in enumerate((s.get("function", s) for s in specs), 1)]
+    return "Tools the executor has, in priority order (it picks the highest applicable):\n" + "\n".join(lines)
+
 
 EXAMPLE = """Example, for another task ("put the name of the largest .log file here into big.txt"): one command
 does it, so the plan is one subtask:
@@ -38,25 +42,24 @@ does it, so the plan is one subtask:
    "success_criteria": [{"criterion": "big.txt exists and holds the name of the largest .log file",
                          "mode": "verifiable", "check": "test -s big.txt"}],
    "tools": ["shell"]}]}"""
-"""A worked plan.  Why: Qwen2.5-Coder-1.5B split "count the lines … and write the totals to totals.md" into
-"find and count" and "write totals.md"; the first step's executor answered with a
-description instead of the counts and the second had nothing to write.  One small example of a
-one-subtask plan that writes its file is what a small model copies best; it is another task on purpose.
-Its context names no command: with one (``ls -S *.log | head -n 1 > big.txt``) the model put a command of
-its own in every context, and its commands were wrong (an ``awk`` sum over ``wc -l``'s output that
-counted the "total" line again; ``find … | wc -l``, which counts files, not lines) while the
-executor's own were right.  Its step criterion says what the file holds in the task criterion's words: the
-model copies it, and "holds one .log file name" came back as "totals.md exists and holds one .txt file
-name" in a replan, a criterion no right totals.md meets."""
+"""A worked plan.  Why: a small planner splits "compute X and write it to a file" into a step that computes and
+a step that writes, and the first step's executor answers with a description, leaving the second nothing to
+write; one small example of a one-subtask plan that writes its file is what a small model copies best, and it
+is another task on purpose.  Its context names no command, because the model copies that into every context
+with commands of its own, which are worse than the executor's (an ``awk`` sum over ``wc -l``'s output counts
+the "total" line again; ``find … | wc -l`` counts files, not lines).  Its step criterion says what the file
+holds in the task criterion's words, because the model copies a criterion's shape into its own plan, and a
+shape of this task's ("holds one .log file name") copied onto another ("holds one .txt file name") is a
+criterion no right output meets."""
 
 KEEP_WORDS = """- Criteria keep the request's own words for what the output holds, never narrower: what the request asks
   per item stays per item (for "the sizes of the files", one size per file, not their sum)."""
-"""Why: asked to "write the totals to totals.md", Qwen2.5-Coder-1.5B wrote the criterion "totals.md holds the
-total number of lines of every .txt file"; the executor then wrote the grand total only,
-and both validators passed it, rightly by that criterion.  The request's per-file totals were lost in the plan."""
+"""Why: a criterion narrower than the request ("the totals" per file written as "the total number of lines")
+loses what was asked in the plan itself: the executor meets the narrower criterion and both validators rightly
+pass it."""
 
 ROLE = f"""Role R2, Planner. Turn the task into a plan for executor agents.
-{TOOLS}
+{{tools}}
 
 Rules:
 - task_criteria: assertions about the COMBINED output of all subtasks, checkable from that output.
@@ -225,8 +228,8 @@ def messages_for(spec: TaskSpec, calibration_block: str, directive: PlanDirectiv
 
     ``evidence`` is ``evidence_block``'s text (already fenced where it quotes the world).  ``workspace`` is the
     folder the executor's shell starts in: a request that says "this folder" means it, and a model that is
-    not told writes "the folder path is specified in the user's words" (Qwen2.5-Coder-1.5B did) and a plan
-    that searches the whole home for it.
+    not told may write "the folder path is specified in the user's words" and a plan that searches the whole
+    home for it.
     """
     # Memory text can carry words a tool once printed (via a distilled rule), so it is fenced
     # as data; the MUST NOT set that matters is enforced by code (artoo.tasks.plan.rules).
@@ -247,7 +250,12 @@ def messages_for(spec: TaskSpec, calibration_block: str, directive: PlanDirectiv
     if problems:
         parts.append("Your previous plan was REJECTED by the plan rules. Fix every problem:\n"
                      + "\n".join(f"- {p}" for p in problems))
-    return [system(ROLE, "Plan"), user("\n\n".join(parts))]
+    return [system(role_text(must_not_tools), "Plan"), user("\n\n".join(parts))]
+
+
+def role_text(blocked_tools: set[str] = frozenset()) -> str:
+    """R2's role text, naming the tools served to this run's executors (``blocked_tools`` left out)."""
+    return ROLE.replace("{tools}", tools_text(served(set(blocked_tools))))
 
 
 async def plan(llm, spec: TaskSpec, calibration_block: str, directive: PlanDirective | None,

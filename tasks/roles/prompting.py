@@ -139,8 +139,8 @@ def user(content: str) -> dict:
 
 def objected(messages: list[dict], objection: str | None) -> list[dict]:
     """A validator's prompt asked again: the same prompt with code's objection at the end of its last message
-    (unchanged without one).  Its own earlier answer is not shown: given it as the assistant's turn,
-    Qwen2.5-Coder-1.5B sent it back word for word (as R4a and as R4b)."""
+    (unchanged without one).  Its own earlier answer is not shown: a small model given it as the assistant's
+    turn sends it back word for word."""
     if not objection:
         return messages
     return [*messages[:-1], {**messages[-1], "content": f"{messages[-1]['content']}\n\n{objection}"}]
@@ -217,8 +217,8 @@ def align_verdicts(criteria: list[Criterion], answers: list[VerdictAnswer]) -> l
     """One verdict per planned criterion, matched by text; a missing one fails (logical).
 
     An answer that names its criterion by number alone ("1") is matched to that numbered line of the
-    prompt: Qwen2.5-Coder-1.5B as R4a wrote ``"criterion": "1"``, which by text matched
-    nothing and failed a criterion it had judged.  A number is unambiguous; a text match still wins."""
+    prompt: a small model may write ``"criterion": "1"``, which by text matches nothing and would fail a
+    criterion it has judged.  A number is unambiguous; a text match still wins."""
     by_key: dict[str, VerdictAnswer] = {}
     by_index: dict[int, VerdictAnswer] = {}
     for answer in answers:

@@ -131,6 +131,8 @@ class RunRecord:
     """Each plan dispatched in this task (as its JSON), with the round that ran it: a repeat is not run again."""
     ballot: Ballot | None = None
     """The task's votes on the whole request, once drawn (None when checks cannot run, or before)."""
+    no_votes: bool = False
+    """The endpoint gave none of the task's first votes: the task goes on without votes, and asks for none again."""
     check_defects: list[str] = field(default_factory=list)
     """Checks of this round's plan that could not run (a plan defect): told to the planner on the next round."""
 

@@ -146,8 +146,8 @@ _SHELL_SYNTAX = re.compile(r"\$\([^)]*\)|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Z_][A
 def literal_note(content: str) -> str:
     """A note when written text looks like shell it expected to run: write_file runs nothing.
 
-    Why: Qwen2.5-Coder-1.5B called ``write_file`` with content ``total: $(cat *.txt | wc -l)`` and
-    went on as if totals.md held a number; the file held that text.  The tool result is what
+    Why: a small model may call ``write_file`` with shell in its content (``total: $(cat *.txt | wc -l)``)
+    and go on as if the file held the command's output, when it holds that text.  The tool result is what
     the model reads next, so it says so there.  Only substitutions and variables (``$(…)``, ``${X}``,
     ``$HOME``) count: backquotes are Markdown's code spans far more often than shell."""
     found = _SHELL_SYNTAX.search(content)

@@ -1,9 +1,9 @@
 """The files a subtask's criteria name, as they are now: read by code for the Agent-Validator.
 
-Why: R4a judges an attempt against evidence, and the executor's answer is only a claim.  With
-Qwen2.5-Coder-1.5B the recorded tool calls were often the wrong evidence for a file criterion:
-``cat *.txt | wc -l >> totals.md`` prints nothing, so the validator saw no content and guessed; and a
-claim "totals.md exists" with no call behind it was passed.  The file itself settles
+Why: R4a judges an attempt against evidence, and the executor's answer is only a claim.  The recorded tool
+calls are often the wrong evidence for a file criterion: a command redirected into the file
+(``cat *.txt | wc -l >> totals.md``) prints nothing, so a small validator sees no content and guesses, and it
+may pass a claim "totals.md exists" with no call behind it.  The file itself settles
 both.  Code reads each named file from the workspace after the attempt (the shell's changes are
 committed there by then) and R4a sees its state beside the tool calls: absent, or its size, line
 count and head.  Reading is confined to the workspace like the read tool, never follows a symlink

@@ -204,7 +204,7 @@ def content_tool_calls(content: str | None, names: set[str] | frozenset[str] = f
 
     Hermes ``<tool_call>`` blocks first (any mode), else one JSON object with a ``tool_calls`` list,
     else one bare ``{"name": …, "arguments": {…}}`` object naming one of the offered tools ``names``
-    (Qwen2.5-Coder-1.5B on ``llama-server --jinja`` answered a tool request with exactly that, fenced).
+    (a small model behind ``llama-server --jinja`` may answer a tool request with just that object, fenced).
     """
     if not content:
         return None

@@ -1,6 +1,6 @@
 """The request of each output mode: how a structured answer or a tool turn is asked for, field for field.
 
-Why one module: every mode an endpoint may negotiate (artoo.tasks.llm.profile: ``StructuredMode``,
+Why one module: every mode an endpoint may negotiate (artoo.tasks.llm.capability: ``StructuredMode``,
 ``ToolMode``) is a different request for the same answer, and what each sends must stay byte-identical
 whether the role's task sends it or the early lane does (the two are matched by hash).  Pure functions,
 tested table-driven; reading the answer back is ``extract``'s and ``repair``'s.
@@ -33,8 +33,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from artoo.tasks.llm.base import answer_model
+from artoo.tasks.llm.capability import STRUCTURED_MODES, TOOL_MODES
 from artoo.tasks.llm.output.extract import parse_arguments
-from artoo.tasks.llm.profile import STRUCTURED_MODES, TOOL_MODES
 
 __all__ = [
     "BASH_NEXT", "BASH_NOTE", "BASH_NOTE_HEAD", "NEXT_STEP", "PROTOCOL_KEYS", "STRING_BOUNDS", "TOOLS_NOTE_HEAD",
@@ -109,8 +109,8 @@ def strict_schema(name: str) -> dict:
 STRING_BOUNDS = {"evidence": 300, "what_was_wrong": 400, "what_to_do": 400, "summary": 800}
 """Most characters of the validators' free-text fields, where the server's grammar can hold a model to it.
 
-Why: Qwen2.5-Coder-1.5B as R4a repeated one sentence inside ``evidence`` until ``max_tokens`` (1,024
-tokens, 250–300 s on this machine).  Sent only to servers known to take ``maxLength`` in a grammar
+Why: a small model can repeat one sentence inside a free-text field until ``max_tokens``, minutes of CPU time
+for a field worth a line.  Sent only to servers known to take ``maxLength`` in a grammar
 (llama.cpp); OpenAI's strict mode is not sent length constraints."""
 
 
@@ -173,8 +173,8 @@ TOOLS_NOTE_HEAD = "You can call these tools"
 NEXT_STEP = ("Next: is the subtask done? Answer with only one JSON object: {\"done\": true, \"status\": …, "
              "\"output\": …} once the results above show it is done or cannot be done, else {\"done\": false, "
              "\"tool_calls\": […]} with a different call.")
-"""Closes the last tool result of a content-protocol request.  Why: Qwen2.5-Coder-1.5B, handed glob's output
-as a bare user message, asked for the same glob again on both attempts (one identical call ends an attempt)."""
+"""Closes the last tool result of a content-protocol request.  Why: a small model handed a tool's output as a
+bare user message tends to ask for the same call again, and one identical call ends an attempt."""
 
 
 BASH_NOTE_HEAD = "You act by writing shell commands"
@@ -271,8 +271,8 @@ def tools_note(tools: list[dict]) -> str:
 def turn_schema(tools: list[dict]) -> dict:
     """The JSON schema of one content-protocol turn: calls of the offered tools, or the final result.
 
-    Why: without it Qwen2.5-Coder-1.5B fenced every answer, called ``glob`` with ``locate``'s ``query``
-    argument and then named tools that do not exist, and kept calling tools after the subtask was done.
+    Why: without it a small model fences its answers, passes one tool's arguments to another (``glob`` with
+    ``locate``'s ``query``), names tools that do not exist, and keeps calling tools after the subtask is done.
     A server's grammar holds the answer to this shape: each call names an offered tool with that tool's
     own parameters, and ``done`` comes first, so every turn opens with the decision to stop or go on.
     No length or number constraints (not every server takes them).

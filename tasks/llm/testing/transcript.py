@@ -4,7 +4,7 @@ Why: a test of robustness to real model output must use real output.  ``bench/re
 writes every exchange between artoo and a real OpenAI-compatible server (llama.cpp's llama-server,
 llama-cpp-python's server, …) to a JSONL transcript, HTTP bodies as sent.  ``scenario_from_transcript``
 turns one into a ``Scenario``: each recorded answer is queued, verbatim, under the schema NAME its
-request asked for, so CI checks artoo against what a 1.5B model really wrote without running one.
+request asked for, so CI checks artoo against what a real model wrote without running one.
 
 A refusal (status ≥ 400) answers only a request of the same ``response_format`` type as the refused
 one, as the real server would: a client that already knows the working format never meets it.  A

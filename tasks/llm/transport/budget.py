@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from artoo.config.errors import RunFailure
 from artoo.config.settings import LLMParams
-from artoo.tasks.llm.profile import ContextWindow
+from artoo.tasks.llm.capability import ContextWindow
 from artoo.tasks.roles.prompting import FENCE_CLOSE, FENCE_OPEN, cap
 
 __all__ = ["BLOCK_FLOOR", "CUT_ORDER", "DROPPED", "MESSAGE_TOKENS", "Block", "Fit", "PromptTooLong", "block_kind",

@@ -61,6 +61,7 @@ from artoo.tasks.llm.base import (
     cached_tokens_of,
     tier_of,
 )
+from artoo.tasks.llm.capability import KINDS, SAMPLING_FIELDS
 from artoo.tasks.llm.output.extract import (
     bash_block,
     bash_turn,
@@ -73,7 +74,7 @@ from artoo.tasks.llm.output.extract import (
 )
 from artoo.tasks.llm.output.modes import BASH_NEXT, PROTOCOL_KEYS, structured_request, tool_request
 from artoo.tasks.llm.output.repair import InvalidAnswer, output_error, repair_answer, repair_messages
-from artoo.tasks.llm.profile import KINDS, SAMPLING_FIELDS, FeatureRefused, refused_feature
+from artoo.tasks.llm.refusals import FeatureRefused, refused_feature
 from artoo.tasks.llm.transport.budget import PromptTooLong
 from artoo.tasks.llm.transport.early import EARLY, answer_of, request_key
 from artoo.tasks.llm.transport.http import EarlyReply, verify_for
@@ -276,7 +277,8 @@ class OpenAICompatLLM(RequestBuilder):
     async def _probe_content(self, role: str, ep: Endpoint, messages: list[dict],
                              tools: list[dict]) -> ToolTurn | None:
         """The same first turn asked once in the content protocol after a final answer under native tools: a call
-        there moves tools to content at once; a final answer there is dropped (``profile.SilentToolWatch`` says why)."""
+        there moves tools to content at once; a final answer there is dropped (``negotiator.SilentToolWatch``
+        says why)."""
         if not self.settings.llm.content_probe or not self.negotiator.probe_due(ep, messages):
             return None
         try:

@@ -24,8 +24,9 @@ from typing import Any
 import httpx
 
 from artoo.tasks.llm.base import Endpoint, answer_model
+from artoo.tasks.llm.capability import ContextWindow
 from artoo.tasks.llm.output.repair import InvalidAnswer, repair_answer
-from artoo.tasks.llm.profile import ContextWindow, ServerFacts, facts_from_props, from_models, server_root
+from artoo.tasks.llm.server_facts import ServerFacts, facts_from_props, from_models, server_root
 from artoo.tasks.llm.transport.progress import INFLIGHT
 
 __all__ = ["EarlyReply", "answer_in", "post_chat", "probe", "tls_context", "verify_for"]

@@ -2,7 +2,7 @@
 
 Why apart from the client: ``artoo run`` sends R1 before it imports ``openai`` (≈ 0.45 s) or Prefect
 (artoo.runner), so everything that fixes a request's words lives here, free of openai: the tier's
-endpoint, the form its profile negotiated (artoo.tasks.llm.profile), the prompt cut to the model's
+endpoint, the form its profile negotiated (artoo.tasks.llm.negotiator), the prompt cut to the model's
 window (``budget``), the sampling settings; and so does ``send_early`` (its HTTP is ``http.post_chat``).
 ``OpenAICompatLLM`` (artoo.tasks.llm.transport.client) is this plus sending, reading, repairing and recording.
 
@@ -26,16 +26,11 @@ from typing import Any
 from artoo.config.errors import ConfigurationError
 from artoo.config.settings import LLMParams, Settings
 from artoo.tasks.llm.base import TOOLS_SCHEMA, Endpoint, tier_of
+from artoo.tasks.llm.capability import SAMPLING_FIELDS, ContextWindow, EndpointProfile
+from artoo.tasks.llm.negotiator import Negotiator
 from artoo.tasks.llm.output.modes import structured_request, tool_request
-from artoo.tasks.llm.profile import (
-    SAMPLING_FIELDS,
-    ContextWindow,
-    EndpointProfile,
-    Negotiator,
-    ProfileStore,
-    ServerFacts,
-    store_path,
-)
+from artoo.tasks.llm.profile_store import ProfileStore, store_path
+from artoo.tasks.llm.server_facts import ServerFacts
 from artoo.tasks.llm.transport.budget import PromptTooLong, fit_request
 from artoo.tasks.llm.transport.early import EARLY, request_key
 from artoo.tasks.llm.transport.http import post_chat, probe
@@ -52,7 +47,7 @@ class RequestBuilder:
         self.settings = settings
         self.negotiator = Negotiator(self._profile_store, settings.llm.silent_tool_answers,
                                      getattr(settings.llm, "tool_mode", "auto"))
-        """Each endpoint and model's profile: the request forms it takes (artoo.tasks.llm.profile)."""
+        """Each endpoint and model's profile: the request forms it takes (artoo.tasks.llm.capability)."""
 
     def endpoint(self, tier: str) -> Endpoint:
         """The resolved endpoint of a tier; ConfigurationError naming the env vars when incomplete."""
