@@ -206,3 +206,26 @@ def test_where_no_bubblewrap_can_run_artoo_run_says_what_to_install_before_the_p
     first_round = next(i for i, line in enumerate(lines) if line.startswith("round 1"))
     assert said[0] < first_round
     assert not [r for r in decisions(artoo_env) if r.get("kind") == "check"]
+
+
+@pytest.mark.usefixtures("prefect_api")
+def test_with_confinement_switched_off_the_same_run_ends_done_unverified(scripted, artoo_env: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    """bubblewrap is here, but the person turned confinement off (``tools.sandbox = "off"``): no check runs, the
+    validators pass the wrong file, and the run ends done, unverified (exit 4), never accepted."""
+    monkeypatch.setenv("ARTOO_TOOLS__SANDBOX", "off")
+    monkeypatch.setenv("ARTOO_GGS__ACCEPT_JUDGED", "false")  # the default (the suite's conftest turns it on)
+    folder = logs_folder(artoo_env)
+    scripted(scenario(
+        TaskSpec=[spec("list_error_logs", REQUEST)],
+        Plan=[plan([subtask(INTENT, [LISTS], tools=["write_file"])], [crit(EXACT, check=EXACT_CHECK)])],
+        tools=[call("write_file", path="errors.txt", content="a.log\nb.log\nc.log\n"), done("errors.txt written")],
+        AgentVerdict=[agent(verdict(LISTS, True, evidence="a.log b.log c.log"))],
+        TaskVerdict=[task_verdict(verdict(EXACT, True, evidence="errors.txt: a.log b.log c.log"))],
+    ))
+    code, out, err = run_cli("run", "--json", "--workspace", str(folder), REQUEST)
+    final = final_from(out)
+    assert (code, final["directive"]) == (4, "unverified"), err[-2000:]
+    assert "accept" not in final["summary"].lower().split("on disk")[0]
+    assert "checks cannot run here: they are turned off" in err
+    assert not [r for r in decisions(artoo_env) if r.get("kind") == "check"]
